@@ -1,0 +1,61 @@
+"""The one agent interface: a batch of requests in, one reply per request out.
+
+Every policy (scripted, Hugging Face, OpenAI-compatible, replay) implements ``act``
+over a batch, so a runner can batch model calls across episodes without knowing
+which policy it drives.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from frostgym.core.messages import Action, Observation
+
+
+@dataclass(frozen=True)
+class AgentRequest:
+    """One call for the next action of one episode.
+
+    ``seed`` is the sampling seed for this call, derived by the runner from the
+    episode seed and the turn, so sampled policies are reproducible per call.
+    ``oracle`` gives privileged access to the gold action; only scripted agents use it.
+    """
+
+    observation: Observation
+    episode_id: str
+    turn: int
+    seed: int
+    oracle: Callable[[], Action] | None = None
+
+
+@dataclass(frozen=True)
+class AgentReply:
+    action: Action
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    finish_reason: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def trace(self) -> dict[str, Any]:
+        """Everything but the action, for the episode record."""
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "finish_reason": self.finish_reason,
+            **self.extra,
+        }
+
+
+@runtime_checkable
+class Agent(Protocol):
+    name: str
+
+    def act(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
+        """One reply per request, in order."""
+        ...
+
+    def describe(self) -> dict[str, Any]:
+        """The agent's spec and parameters, recorded with every evaluation."""
+        ...

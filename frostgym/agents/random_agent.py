@@ -1,0 +1,45 @@
+"""Seeded junk: the floor. Mixes the failure shapes real models produce (wrong numbers
+in perfect format, bare numbers, hedges, empty replies, rambling), deterministically
+from each request's seed."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from frostgym.agents.base import AgentReply, AgentRequest
+from frostgym.core.seeding import derive_generator
+
+_WORDS = np.array("the a of answer is maybe number think total so we get each more than".split())
+
+
+def _junk(rng: np.random.Generator) -> str:
+    n = int(rng.integers(0, 1000))
+    words = " ".join(rng.choice(_WORDS, size=int(rng.integers(0, 20))).tolist())
+    shapes = (
+        f"<think>{words}</think><answer>{n}</answer>",
+        f"{n}",
+        f"<answer>{n} or {n + 1}</answer>",
+        "",
+        words,
+        f"The answer is {n}.",
+    )
+    return shapes[int(rng.integers(0, len(shapes)))]
+
+
+class RandomAgent:
+    name = "random"
+
+    def __init__(self, seed: int = 0) -> None:
+        self.seed = seed
+
+    def act(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
+        return [
+            AgentReply(action=_junk(derive_generator("random-agent", self.seed, r.seed)), finish_reason="stop")
+            for r in requests
+        ]
+
+    def describe(self) -> dict[str, Any]:
+        return {"spec": "random", "seed": self.seed}

@@ -1,0 +1,191 @@
+"""``FrozenEnv``: the contract every frostgym family implements.
+
+The base class owns everything that must behave the same in every family: seeding
+from ``self.np_random`` only, task choice, episode ids, the observation as chat
+messages, action coercion, turn limits, and the ``info`` keys. A family supplies its
+task source, the first messages, how one reply is answered, and the oracle.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar, SupportsFloat
+
+import gymnasium
+
+from frostgym.core.errors import EpisodeNotActiveError, InvalidActionError, UnknownTaskError
+from frostgym.core.grade import Grade
+from frostgym.core.messages import Action, Message, Observation, clean_text, copy_messages, message
+from frostgym.core.seeding import derive_seed, draw_seed
+from frostgym.core.spaces import ChatObservationSpace, TextActionSpace
+from frostgym.core.splits import Split, check_split
+from frostgym.core.tasks import ProceduralSource, Task
+
+#: Conversation history keeps at most this much of one assistant reply; the full
+#: action is kept by whoever records the episode (the runner), never lost.
+HISTORY_CHARS = 20_000
+RESET_OPTIONS = frozenset({"task_id", "split"})
+
+
+@dataclass(frozen=True)
+class Reply:
+    """How the env answers one action: the grade (if this turn was graded), whether
+    the episode is over, and any message to show the agent next."""
+
+    grade: Grade | None
+    done: bool
+    feedback: Message | None = None
+    reward: float = 0.0
+
+
+class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
+    metadata: dict[str, Any] = {"render_modes": ["ansi"]}  # noqa: RUF012 (gymnasium's API)
+    family: ClassVar[str]
+    env_version: ClassVar[str]
+
+    def __init__(
+        self,
+        *,
+        split: Split = "dev",
+        max_turns: int = 1,
+        render_mode: str | None = None,
+    ) -> None:
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
+        if max_turns < 1:
+            raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+        self.split: Split = check_split(split)
+        self.max_turns = max_turns
+        self.render_mode = render_mode
+        self.observation_space = ChatObservationSpace()
+        self.action_space = TextActionSpace()
+        self._task: Task | None = None
+        self._messages: list[Message] = []
+        self._episode_id = ""
+        self._turn = 0
+        self._done = True
+        self._final_grade: Grade | None = None
+
+    # -- what a family provides ------------------------------------------------------
+    @property
+    @abstractmethod
+    def source(self) -> ProceduralSource:
+        """Where tasks come from."""
+
+    @property
+    @abstractmethod
+    def fixture_sha256(self) -> str:
+        """Content hash of the task data this env serves (verified against its lock)."""
+
+    @abstractmethod
+    def first_messages(self, task: Task) -> list[Message]:
+        """The conversation the agent sees at reset."""
+
+    @abstractmethod
+    def respond(self, task: Task, text: str, turn: int, last_turn: bool) -> Reply:
+        """Answer one assistant reply on ``turn`` (0-based)."""
+
+    @abstractmethod
+    def oracle_action(self) -> Action:
+        """The gold action for the current step of the current episode."""
+
+    # -- gymnasium API ---------------------------------------------------------------
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = dict(options or {})
+        unknown = set(options) - RESET_OPTIONS
+        if unknown:
+            raise ValueError(f"unknown reset options {sorted(unknown)}; allowed: {sorted(RESET_OPTIONS)}")
+        split = check_split(options.get("split", self.split))
+        task_id = options.get("task_id")
+        if task_id is not None:
+            task = self.source.task_by_id(task_id)
+            if "split" in options and task.split != split:
+                raise UnknownTaskError(f"task {task_id!r} is in split {task.split!r}, not {split!r}")
+        else:
+            task = self.source.sample(split, self.np_random)
+        # The episode id draws after the task so a fixed task_id still gives each seed its own id.
+        self._episode_id = f"{derive_seed(self.family, task.task_id, draw_seed(self.np_random)):016x}"
+        self._task = task
+        self._messages = self.first_messages(task)
+        self._turn = 0
+        self._done = False
+        self._final_grade = None
+        return copy_messages(self._messages), self._info()
+
+    def step(self, action: Action) -> tuple[Observation, SupportsFloat, bool, bool, dict[str, Any]]:
+        if self._task is None or self._done:
+            state = "before reset()" if self._task is None else "after the episode ended"
+            raise EpisodeNotActiveError(f"step() called {state}; call reset() to start an episode")
+        text, sanitized = self.coerce_action(action)
+        last_turn = self._turn + 1 >= self.max_turns
+        reply = self.respond(self._task, text, self._turn, last_turn)
+        self._messages.append(message("assistant", _for_history(text)))
+        self._turn += 1
+        self._done = reply.done or last_turn
+        if reply.feedback is not None and not self._done:
+            self._messages.append(reply.feedback)
+        if self._done:
+            self._final_grade = reply.grade
+        info = self._info()
+        if sanitized:
+            info["action_sanitized"] = True
+        if reply.grade is not None:
+            info["grade" if self._done else "turn_grade"] = reply.grade.to_dict()
+        reward = reply.grade.score if (self._done and reply.grade is not None) else reply.reward
+        return copy_messages(self._messages), float(reward), self._done, False, info
+
+    def render(self) -> str | None:  # type: ignore[override]
+        if self.render_mode != "ansi":
+            return None
+        return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in self._messages)
+
+    # -- helpers shared by families --------------------------------------------------
+    def coerce_action(self, action: Action) -> tuple[str, bool]:
+        """The reply text, or ``InvalidActionError`` for a type no policy can emit."""
+        if isinstance(action, (str, bytes)):
+            return clean_text(action)
+        if isinstance(action, dict) and isinstance(action.get("content"), str):
+            return clean_text(action["content"])
+        raise InvalidActionError(
+            f"{type(self).__name__}.step expects the assistant reply as str "
+            f"(or a dict with a 'content' string), got {type(action).__name__}"
+        )
+
+    @property
+    def task(self) -> Task:
+        if self._task is None:
+            raise EpisodeNotActiveError("no episode: call reset() first")
+        return self._task
+
+    @property
+    def episode_id(self) -> str:
+        return self._episode_id
+
+    @property
+    def turn(self) -> int:
+        return self._turn
+
+    def _info(self) -> dict[str, Any]:
+        task = self.task
+        return {
+            "task_id": task.task_id,
+            "episode_id": self._episode_id,
+            "env_version": self.env_version,
+            "fixture_sha256": self.fixture_sha256,
+            "task_sha256": task.sha256,
+            "split": task.split,
+            "difficulty": task.difficulty,
+            "tags": list(task.tags),
+            "turn": self._turn,
+            "max_turns": self.max_turns,
+        }
+
+
+def _for_history(text: str) -> str:
+    if len(text) <= HISTORY_CHARS:
+        return text
+    return text[:HISTORY_CHARS] + f"\n[frostgym: reply truncated from {len(text):,} characters]"

@@ -1,0 +1,35 @@
+"""Exceptions a caller can catch by kind. Bad agent *output* is never an exception:
+it becomes an error observation and a graded failure. These are for misuse of the API."""
+
+from __future__ import annotations
+
+from gymnasium.error import ResetNeeded
+
+
+class FrostgymError(Exception):
+    """Base class of every error raised on purpose by frostgym."""
+
+
+class InvalidActionError(FrostgymError, TypeError):
+    """The action is not of a type the env accepts (e.g. an int instead of a string).
+
+    The episode state is left untouched, so the caller can fix the call and step again.
+    """
+
+
+class EpisodeNotActiveError(FrostgymError, ResetNeeded):
+    """``step`` was called before ``reset`` or after the episode ended."""
+
+
+class UnknownTaskError(FrostgymError, KeyError):
+    """A task id or split that this env does not have."""
+
+    def __str__(self) -> str:  # KeyError quotes its message; keep it readable
+        return str(self.args[0]) if self.args else ""
+
+
+class FixtureMismatchError(FrostgymError, RuntimeError):
+    """The task data on this machine does not hash to the locked value.
+
+    Raised instead of silently serving different episodes than other machines would.
+    """

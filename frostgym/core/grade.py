@@ -1,0 +1,81 @@
+"""The one grader result type, shared by every grader and every env."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Grade:
+    """A deterministic verdict on one model output.
+
+    ``score`` is the weighted mean of ``components`` under ``weights``, except that it
+    is 0 when any component named in ``required`` is 0: a format-perfect wrong answer
+    earns nothing. ``label`` names the main reason the score is below 1 (``None``
+    when it is 1), from the grader's declared set of labels.
+    """
+
+    score: float
+    components: Mapping[str, float]
+    weights: Mapping[str, float]
+    required: tuple[str, ...]
+    grader: str
+    grader_version: str
+    label: str | None
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not (0.0 <= self.score <= 1.0) or math.isnan(self.score):
+            raise ValueError(f"score must be in [0, 1], got {self.score}")
+        for name, value in self.components.items():
+            if not (0.0 <= value <= 1.0):
+                raise ValueError(f"component {name!r} must be in [0, 1], got {value}")
+        missing = set(self.weights) - set(self.components)
+        if missing:
+            raise ValueError(f"weights name components that are not there: {sorted(missing)}")
+
+    @property
+    def passed(self) -> bool:
+        return self.score >= 1.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-ready data: what ``info["grade"]`` and records carry."""
+        return {
+            "score": self.score,
+            "components": dict(self.components),
+            "weights": dict(self.weights),
+            "required": list(self.required),
+            "grader": self.grader,
+            "grader_version": self.grader_version,
+            "label": self.label,
+            "details": dict(self.details),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Grade:
+        return cls(
+            score=float(data["score"]),
+            components=dict(data["components"]),
+            weights=dict(data["weights"]),
+            required=tuple(data["required"]),
+            grader=str(data["grader"]),
+            grader_version=str(data["grader_version"]),
+            label=data["label"],
+            details=dict(data.get("details", {})),
+        )
+
+
+def weighted_score(
+    components: Mapping[str, float], weights: Mapping[str, float], required: tuple[str, ...]
+) -> float:
+    """Weighted mean of the components, gated to 0 by any zero required component."""
+    if any(components[name] <= 0.0 for name in required):
+        return 0.0
+    total = sum(weights.values())
+    if total <= 0:
+        raise ValueError("weights must sum to a positive number")
+    score = sum(weights[name] * components[name] for name in weights) / total
+    return min(1.0, max(0.0, round(score, 12)))

@@ -1,0 +1,51 @@
+"""The table of registered env ids: the one place an id is bound to code and settings.
+
+Entry points are strings, so ``import frostgym`` registers every id without importing
+any family (reasoning-gym alone takes a second to import).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium
+
+NAMESPACE = "frostgym"
+
+
+@dataclass(frozen=True)
+class EnvEntry:
+    id: str
+    family: str
+    entry_point: str
+    summary: str
+    kwargs: Mapping[str, Any] = field(default_factory=dict)
+
+
+_MATH = "frostgym.envs.math:MathEnv"
+ENTRIES: tuple[EnvEntry, ...] = (
+    EnvEntry("frostgym/Math-v0", "math", _MATH, "GSM-style word problems (reasoning-gym gsm_symbolic)",
+             {"source": "gsm_symbolic"}),
+    EnvEntry("frostgym/Arithmetic-v0", "math", _MATH, "multi-step integer arithmetic", {"source": "arithmetic"}),
+    EnvEntry("frostgym/Fractions-v0", "math", _MATH, "fraction arithmetic, reduced answers",
+             {"source": "fraction_arithmetic"}),
+    EnvEntry("frostgym/LinearEquations-v0", "math", _MATH, "linear equations, rational solutions",
+             {"source": "linear_equations"}),
+)
+
+
+def entry(env_id: str) -> EnvEntry:
+    for e in ENTRIES:
+        if e.id == env_id:
+            return e
+    known = ", ".join(e.id for e in ENTRIES)
+    raise gymnasium.error.UnregisteredEnv(f"{env_id!r} is not a frostgym env; registered: {known}")
+
+
+def register_envs() -> None:
+    """Register every id with gymnasium (idempotent)."""
+    for e in ENTRIES:
+        if e.id not in gymnasium.registry:
+            gymnasium.register(id=e.id, entry_point=e.entry_point, kwargs=dict(e.kwargs))

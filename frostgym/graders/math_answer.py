@@ -1,0 +1,171 @@
+"""The math grader: a pure function of (reply, gold answer) to a ``Grade``.
+
+Components:
+- ``correctness`` (required): every stated final answer parses to the same single
+  value and that value equals the gold. Exact rational comparison for numbers
+  (``1,073`` = ``1073.0``, ``3/4`` = ``0.75`` = ``\\frac{3}{4}``); ``math-verify`` for
+  symbolic LaTeX answers, after the same single-value screen.
+- ``format``: ``<think>…</think><answer>…</answer>`` (1.0), answer tags only (0.5).
+- ``language``: the reply stays in the task's script.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from fractions import Fraction
+from types import MappingProxyType
+from typing import Any
+
+from frostgym.core.grade import Grade, weighted_score
+from frostgym.graders.extraction import extract_answers
+from frostgym.graders.language import language_score
+from frostgym.graders.numbers import NotANumber, ParsedNumber, parse_number, strip_decoration
+
+GRADER_NAME = "math"
+GRADER_VERSION = "1.0.0"
+#: Every label this grader can give; ``None`` means a perfect score.
+LABELS: tuple[str, ...] = (
+    "too_long",
+    "no_answer",
+    "ambiguous_answer",
+    "non_ascii_digits",
+    "unparseable_answer",
+    "wrong_answer",
+    "format_error",
+    "language_mismatch",
+)
+_REASON_LABEL = {
+    "empty": "no_answer",
+    "non_ascii_digits": "non_ascii_digits",
+    "too_long": "too_long",
+    "multiple_values": "ambiguous_answer",
+    "not_numeric": "unparseable_answer",
+}
+_MULTI_VALUE = re.compile(r",|;|\bor\b|\band\b|\\lor|\\land|\\pm|\\mp|\\cup|\\\{|=[^=]*=", re.IGNORECASE)
+_SYMBOLIC_MAX_CHARS = 200
+
+
+@dataclass(frozen=True)
+class MathGraderConfig:
+    weights: Mapping[str, float] = field(
+        default_factory=lambda: MappingProxyType({"correctness": 0.8, "format": 0.1, "language": 0.1})
+    )
+    required: tuple[str, ...] = ("correctness",)
+    #: Replies longer than this are graded ``too_long`` without being read.
+    max_reply_chars: int = 200_000
+    language: str = "en"
+    #: Use math-verify for answers that are not plain numbers (e.g. ``\\sqrt{2}``).
+    symbolic: bool = True
+
+
+DEFAULT_CONFIG = MathGraderConfig()
+
+
+@dataclass(frozen=True)
+class _Verdict:
+    correct: bool
+    label: str | None
+    extracted: str | None
+
+
+def grade_math(reply: str, gold: str, config: MathGraderConfig = DEFAULT_CONFIG) -> Grade:
+    """Grade one reply against the gold answer string."""
+    if len(reply) > config.max_reply_chars:
+        return _grade({"correctness": 0.0, "format": 0.0, "language": 0.0}, "too_long", None, "none", gold, config)
+    extraction = extract_answers(reply)
+    verdict = _judge(extraction.candidates, gold, config)
+    components = {
+        "correctness": 1.0 if verdict.correct else 0.0,
+        "format": extraction.format_score,
+        "language": language_score(reply, config.language),
+    }
+    label = verdict.label
+    if label is None and components["format"] < 1.0:
+        label = "format_error"
+    elif label is None and components["language"] < 1.0:
+        label = "language_mismatch"
+    return _grade(components, label, verdict.extracted, extraction.where, gold, config)
+
+
+def _grade(
+    components: dict[str, float],
+    label: str | None,
+    extracted: str | None,
+    where: str,
+    gold: str,
+    config: MathGraderConfig,
+) -> Grade:
+    details: dict[str, Any] = {"extracted": None if extracted is None else extracted[:200], "where": where, "gold": gold}
+    return Grade(
+        score=weighted_score(components, config.weights, config.required),
+        components=components,
+        weights=dict(config.weights),
+        required=config.required,
+        grader=GRADER_NAME,
+        grader_version=GRADER_VERSION,
+        label=label,
+        details=details,
+    )
+
+
+def _judge(candidates: tuple[str, ...], gold: str, config: MathGraderConfig) -> _Verdict:
+    if not candidates:
+        return _Verdict(False, "no_answer", None)
+    gold_parsed = parse_number(gold)
+    values: list[Fraction] = []
+    symbolic: list[str] = []
+    for candidate in candidates:
+        parsed = parse_number(candidate)
+        if isinstance(parsed, ParsedNumber):
+            values.append(parsed.value)
+            continue
+        if parsed.reason == "not_numeric" and config.symbolic and _single_expression(candidate):
+            symbolic.append(strip_decoration(candidate))
+            continue
+        return _Verdict(False, _REASON_LABEL[parsed.reason], candidate)
+    shown = candidates[0]
+    if len(set(values)) > 1 or len(set(symbolic)) > 1 or (values and symbolic):
+        if not (values and symbolic and _all_equal_symbolic(values, symbolic)):
+            return _Verdict(False, "ambiguous_answer", shown)
+    if values and isinstance(gold_parsed, ParsedNumber):
+        ok = values[0] == gold_parsed.value
+    else:
+        target = symbolic[0] if symbolic else str(values[0])
+        ok = _symbolic_equal(gold, target)
+    return _Verdict(ok, None if ok else "wrong_answer", shown)
+
+
+def _single_expression(candidate: str) -> bool:
+    s = strip_decoration(candidate)
+    return 0 < len(s) <= _SYMBOLIC_MAX_CHARS and not _MULTI_VALUE.search(s)
+
+
+def _all_equal_symbolic(values: list[Fraction], symbolic: list[str]) -> bool:
+    return len(set(values)) == 1 and all(_symbolic_equal(str(values[0]), s) for s in symbolic)
+
+
+def _symbolic_equal(gold: str, answer: str) -> bool:
+    """math-verify on one expression each. Its timeouts use SIGALRM, which only works
+    on the main thread; elsewhere the length cap above bounds the work instead."""
+    import math_verify  # deferred: sympy costs ~1 s to import and most answers are plain numbers
+    import sympy
+
+    timeout = 5 if threading.current_thread() is threading.main_thread() else None
+    try:
+        gold_expr = math_verify.parse(f"${gold}$", parsing_timeout=timeout)  # type: ignore[arg-type]
+        answer_expr = math_verify.parse(f"${answer}$", parsing_timeout=timeout)  # type: ignore[arg-type]
+    except Exception:
+        return False
+    if len(answer_expr) != 2 or not isinstance(answer_expr[0], sympy.Expr) or not answer_expr[0].is_number:
+        return False
+    try:
+        return bool(math_verify.verify(gold_expr, answer_expr, timeout_seconds=timeout))
+    except Exception:
+        return False
+
+
+# Keep the names importable for callers that type against them.
+__all__ = ["DEFAULT_CONFIG", "GRADER_NAME", "GRADER_VERSION", "LABELS", "MathGraderConfig", "NotANumber", "grade_math"]
