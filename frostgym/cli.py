@@ -33,7 +33,9 @@ def list_envs(as_json: Annotated[bool, typer.Option("--json", help="Print JSON i
     for e in ENTRIES:
         source = _source_of(e.id)
         sizes = {s: source.size(s) for s in PUBLIC_SPLITS}
-        rows.append({"id": e.id, "family": e.family, "difficulty": source.difficulty, "tasks": sizes, "summary": e.summary})
+        rows.append(
+            {"id": e.id, "family": e.family, "difficulty": source.difficulty, "tasks": sizes, "summary": e.summary}
+        )
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
         return
@@ -68,21 +70,34 @@ def eval_cmd(
     except (ValueError, KeyError) as error:
         raise typer.BadParameter(str(error)) from error
     records = evaluate(env_ids, policy, episodes=episodes, seed=seed, split=split_name, batch_size=batch_size)
-    config = {"env_ids": env_ids, "agent": agent, "episodes": episodes, "seed": seed, "split": split_name,
-              "batch_size": batch_size}
+    config = {
+        "env_ids": env_ids,
+        "agent": agent,
+        "episodes": episodes,
+        "seed": seed,
+        "split": split_name,
+        "batch_size": batch_size,
+    }
     path = write_result(out, config, policy, records)
     table = Table("env", "episodes", "errored", "mean reward", "labels")
     from frostgym.evaluation import summarize
 
     for env_id, s in summarize(records).items():
-        table.add_row(env_id, str(s["episodes"]), str(s["errored"]), f"{s['mean_reward']:.3f}",
-                      ", ".join(f"{k}={v}" for k, v in s["labels"].items()))
+        table.add_row(
+            env_id,
+            str(s["episodes"]),
+            str(s["errored"]),
+            f"{s['mean_reward']:.3f}",
+            ", ".join(f"{k}={v}" for k, v in s["labels"].items()),
+        )
     console.print(table)
     console.print(f"result written to {path}")
 
 
 @app.command("lock")
-def lock_cmd(write: Annotated[bool, typer.Option(help="Rewrite the lock files instead of checking them.")] = False) -> None:
+def lock_cmd(
+    write: Annotated[bool, typer.Option(help="Rewrite the lock files instead of checking them.")] = False,
+) -> None:
     """Check (or, after a reviewed data change, rewrite) the locked task-data hashes."""
     from frostgym.core.fixture_lock import lock_entry, read_lock, write_lock
     from frostgym.envs.math import SOURCES, math_source

@@ -142,7 +142,9 @@ def evaluate(
     plans = plan_episodes(env_ids, episodes, seed)
     for env_id in env_ids:
         mine = [p for p in plans if p.env_id == env_id]
-        envs = [cast(FrozenEnv, gymnasium.make(env_id, split=split).unwrapped) for _ in range(min(batch_size, len(mine)))]
+        envs = [
+            cast(FrozenEnv, gymnasium.make(env_id, split=split).unwrapped) for _ in range(min(batch_size, len(mine)))
+        ]
         for start in range(0, len(mine), batch_size):
             chunk = mine[start : start + batch_size]
             records.extend(run_batch(env_id, chunk, agent, envs[: len(chunk)]))

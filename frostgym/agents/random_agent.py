@@ -12,7 +12,9 @@ import numpy as np
 from frostgym.agents.base import AgentReply, AgentRequest
 from frostgym.core.seeding import derive_generator
 
-_WORDS = np.array("the a of answer is maybe number think total so we get each more than".split())
+_WORDS = np.array(
+    ["the", "a", "of", "answer", "is", "maybe", "number", "think", "total", "so", "we", "get", "each", "more", "than"]
+)
 
 
 def _junk(rng: np.random.Generator) -> str:

@@ -138,7 +138,7 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
         reward = reply.grade.score if (self._done and reply.grade is not None) else reply.reward
         return copy_messages(self._messages), float(reward), self._done, False, info
 
-    def render(self) -> str | None:  # type: ignore[override]
+    def render(self) -> str | None:
         if self.render_mode != "ansi":
             return None
         return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in self._messages)

@@ -68,9 +68,7 @@ class Grade:
         )
 
 
-def weighted_score(
-    components: Mapping[str, float], weights: Mapping[str, float], required: tuple[str, ...]
-) -> float:
+def weighted_score(components: Mapping[str, float], weights: Mapping[str, float], required: tuple[str, ...]) -> float:
     """Weighted mean of the components, gated to 0 by any zero required component."""
     if any(components[name] <= 0.0 for name in required):
         return 0.0

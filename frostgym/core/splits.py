@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
-from typing import Literal, cast
+from typing import Literal
 
 Split = Literal["train", "dev", "test", "private"]
 #: What listings show. ``private`` is only reachable by naming it.
@@ -23,7 +23,7 @@ DEFAULT_SPLIT_PERCENT: Mapping[Split, int] = {"train": 70, "dev": 10, "test": 10
 def check_split(split: str) -> Split:
     if split not in ALL_SPLITS:
         raise ValueError(f"unknown split {split!r}; expected one of {', '.join(ALL_SPLITS)}")
-    return cast(Split, split)
+    return split
 
 
 def split_of(content_key: str, *, salt: str, percent: Mapping[Split, int] = DEFAULT_SPLIT_PERCENT) -> Split:

@@ -86,9 +86,7 @@ class ProceduralSource(ABC):
     version: str
     difficulty: str
     tags: tuple[str, ...] = ()
-    sizes: Mapping[Split, int | None] = MappingProxyType(
-        {"train": None, "dev": 200, "test": 500, "private": 500}
-    )
+    sizes: Mapping[Split, int | None] = MappingProxyType({"train": None, "dev": 200, "test": 500, "private": 500})
     #: Give up on a split if this many draws in a row are rejected (guards a broken generator).
     max_rejections: int = 10_000
 

@@ -26,13 +26,28 @@ class EnvEntry:
 
 _MATH = "frostgym.envs.math:MathEnv"
 ENTRIES: tuple[EnvEntry, ...] = (
-    EnvEntry("frostgym/Math-v0", "math", _MATH, "GSM-style word problems (reasoning-gym gsm_symbolic)",
-             {"source": "gsm_symbolic"}),
+    EnvEntry(
+        "frostgym/Math-v0",
+        "math",
+        _MATH,
+        "GSM-style word problems (reasoning-gym gsm_symbolic)",
+        {"source": "gsm_symbolic"},
+    ),
     EnvEntry("frostgym/Arithmetic-v0", "math", _MATH, "multi-step integer arithmetic", {"source": "arithmetic"}),
-    EnvEntry("frostgym/Fractions-v0", "math", _MATH, "fraction arithmetic, reduced answers",
-             {"source": "fraction_arithmetic"}),
-    EnvEntry("frostgym/LinearEquations-v0", "math", _MATH, "linear equations, rational solutions",
-             {"source": "linear_equations"}),
+    EnvEntry(
+        "frostgym/Fractions-v0",
+        "math",
+        _MATH,
+        "fraction arithmetic, reduced answers",
+        {"source": "fraction_arithmetic"},
+    ),
+    EnvEntry(
+        "frostgym/LinearEquations-v0",
+        "math",
+        _MATH,
+        "linear equations, rational solutions",
+        {"source": "linear_equations"},
+    ),
 )
 
 

@@ -37,6 +37,11 @@ class Extraction:
     unclosed_answer: bool
 
 
+def strip_tags(reply: str) -> str:
+    """The reply without its ``<think>``/``<answer>`` tags (for measuring its prose)."""
+    return _TAG.sub(" ", reply) if "<" in reply else reply
+
+
 def _boxed_contents(text: str) -> list[str]:
     out: list[str] = []
     start = 0

@@ -20,7 +20,7 @@ from types import MappingProxyType
 from typing import Any
 
 from frostgym.core.grade import Grade, weighted_score
-from frostgym.graders.extraction import extract_answers
+from frostgym.graders.extraction import extract_answers, strip_tags
 from frostgym.graders.language import language_score
 from frostgym.graders.numbers import NotANumber, ParsedNumber, parse_number, strip_decoration
 
@@ -80,7 +80,7 @@ def grade_math(reply: str, gold: str, config: MathGraderConfig = DEFAULT_CONFIG)
     components = {
         "correctness": 1.0 if verdict.correct else 0.0,
         "format": extraction.format_score,
-        "language": language_score(reply, config.language),
+        "language": language_score(strip_tags(reply), config.language),
     }
     label = verdict.label
     if label is None and components["format"] < 1.0:
@@ -98,7 +98,11 @@ def _grade(
     gold: str,
     config: MathGraderConfig,
 ) -> Grade:
-    details: dict[str, Any] = {"extracted": None if extracted is None else extracted[:200], "where": where, "gold": gold}
+    details: dict[str, Any] = {
+        "extracted": None if extracted is None else extracted[:200],
+        "where": where,
+        "gold": gold,
+    }
     return Grade(
         score=weighted_score(components, config.weights, config.required),
         components=components,
@@ -127,14 +131,15 @@ def _judge(candidates: tuple[str, ...], gold: str, config: MathGraderConfig) -> 
             continue
         return _Verdict(False, _REASON_LABEL[parsed.reason], candidate)
     shown = candidates[0]
-    if len(set(values)) > 1 or len(set(symbolic)) > 1 or (values and symbolic):
-        if not (values and symbolic and _all_equal_symbolic(values, symbolic)):
-            return _Verdict(False, "ambiguous_answer", shown)
+    mixed = bool(values) and bool(symbolic)
+    if len(set(values)) > 1 or len(set(symbolic)) > 1 or (mixed and not _all_equal_symbolic(values, symbolic)):
+        return _Verdict(False, "ambiguous_answer", shown)
     if values and isinstance(gold_parsed, ParsedNumber):
-        ok = values[0] == gold_parsed.value
+        ok: bool | None = values[0] == gold_parsed.value
     else:
-        target = symbolic[0] if symbolic else str(values[0])
-        ok = _symbolic_equal(gold, target)
+        ok = _symbolic_equal(gold, symbolic[0] if symbolic else str(values[0]))
+    if ok is None:
+        return _Verdict(False, "unparseable_answer", shown)
     return _Verdict(ok, None if ok else "wrong_answer", shown)
 
 
@@ -144,23 +149,24 @@ def _single_expression(candidate: str) -> bool:
 
 
 def _all_equal_symbolic(values: list[Fraction], symbolic: list[str]) -> bool:
-    return len(set(values)) == 1 and all(_symbolic_equal(str(values[0]), s) for s in symbolic)
+    return len(set(values)) == 1 and all(_symbolic_equal(str(values[0]), s) is True for s in symbolic)
 
 
-def _symbolic_equal(gold: str, answer: str) -> bool:
-    """math-verify on one expression each. Its timeouts use SIGALRM, which only works
-    on the main thread; elsewhere the length cap above bounds the work instead."""
+def _symbolic_equal(gold: str, answer: str) -> bool | None:
+    """math-verify on one expression each; ``None`` when the answer is not a single
+    numeric expression at all. Its timeouts use SIGALRM, which only works on the main
+    thread; elsewhere the length cap above bounds the work instead."""
     import math_verify  # deferred: sympy costs ~1 s to import and most answers are plain numbers
     import sympy
 
     timeout = 5 if threading.current_thread() is threading.main_thread() else None
     try:
-        gold_expr = math_verify.parse(f"${gold}$", parsing_timeout=timeout)  # type: ignore[arg-type]
-        answer_expr = math_verify.parse(f"${answer}$", parsing_timeout=timeout)  # type: ignore[arg-type]
+        gold_expr = math_verify.parse(f"${gold}$", parsing_timeout=timeout)
+        answer_expr = math_verify.parse(f"${answer}$", parsing_timeout=timeout)
     except Exception:
-        return False
+        return None
     if len(answer_expr) != 2 or not isinstance(answer_expr[0], sympy.Expr) or not answer_expr[0].is_number:
-        return False
+        return None
     try:
         return bool(math_verify.verify(gold_expr, answer_expr, timeout_seconds=timeout))
     except Exception:

@@ -20,7 +20,7 @@ _MIXED = re.compile(r"([-+]?)(\d+)\s+(\d+)\s*/\s*(\d+)", re.ASCII)
 _LATEX_FRAC = re.compile(r"([-+]?)\\[dt]?frac\s*\{\s*([-+]?\d+)\s*\}\s*\{\s*(\d+)\s*\}", re.ASCII)
 _LATEX_FRAC_SHORT = re.compile(r"([-+]?)\\[dt]?frac(\d)(\d)", re.ASCII)
 _ANY_DIGIT = re.compile(r"\d", re.ASCII)
-_ASCII_NUMBER_TOKEN = re.compile(r"\d+(?:[.,]\d+)*", re.ASCII)
+_ASCII_NUMBER_TOKEN = re.compile(r"\d+(?:\.\d+)?", re.ASCII)
 
 _CURRENCY = "$€£¥₹"
 _WRAPPERS = (("$$", "$$"), ("\\(", "\\)"), ("\\[", "\\]"), ("$", "$"))

@@ -57,8 +57,7 @@ class LinearEquationSource(ProceduralSource):
         ]
         return Draft(
             prompt=(
-                f"Solve for {var}: {lhs} = {rhs}. "
-                f"Give the value of {var} as an integer or a fraction in lowest terms."
+                f"Solve for {var}: {lhs} = {rhs}. Give the value of {var} as an integer or a fraction in lowest terms."
             ),
             answer=format_fraction(solution),
             solution="\n".join(steps),
