@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Annotated
 
+import gymnasium
 import typer
 from rich.console import Console
 from rich.table import Table
@@ -67,7 +68,7 @@ def eval_cmd(
             entry(env_id)
         split_name = check_split(split)
         policy = make_agent(agent, seed=seed)
-    except (ValueError, KeyError) as error:
+    except (ValueError, KeyError, gymnasium.error.Error) as error:
         raise typer.BadParameter(str(error)) from error
     records = evaluate(env_ids, policy, episodes=episodes, seed=seed, split=split_name, batch_size=batch_size)
     config = {

@@ -17,7 +17,7 @@ from typing import Any
 from frostgym.core.errors import FixtureMismatchError
 from frostgym.core.tasks import ProceduralSource
 
-_verified: dict[tuple[str, str], str] = {}
+_verified: dict[tuple[str, str, type[ProceduralSource]], str] = {}
 _lock = threading.Lock()
 
 
@@ -52,7 +52,8 @@ def write_lock(family: str, sources: list[ProceduralSource]) -> Path:
 
 def verified_fixture_sha256(family: str, source: ProceduralSource) -> str:
     """The locked hash of ``source``, checked against a recomputation once per process."""
-    key = (family, source.name)
+    # Keyed by class too: another generator under the same name is checked afresh.
+    key = (family, source.name, type(source))
     with _lock:
         if key in _verified:
             return _verified[key]

@@ -84,9 +84,7 @@ def load_suite(name: str) -> tuple[str, list[AdversarialCase]]:
     return data["grader"], cases
 
 
-def run_suite(
-    name: str, grade: Callable[[str, str], Grade], labels_declared: tuple[str, ...] = ()
-) -> SuiteReport:
+def run_suite(name: str, grade: Callable[[str, str], Grade], labels_declared: tuple[str, ...] = ()) -> SuiteReport:
     grader, cases = load_suite(name)
     ids = [c.id for c in cases]
     if len(ids) != len(set(ids)):

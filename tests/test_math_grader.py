@@ -1,0 +1,115 @@
+"""The math grader as a pure function: numbers, extraction, weights, purity."""
+
+from __future__ import annotations
+
+import threading
+from fractions import Fraction
+
+import pytest
+
+from frostgym.core.grade import Grade
+from frostgym.graders.adversarial import run_suite
+from frostgym.graders.extraction import extract_answers
+from frostgym.graders.math_answer import GRADER_VERSION, LABELS, MathGraderConfig, grade_math
+from frostgym.graders.numbers import NotANumber, ParsedNumber, parse_number
+
+T = "<think>ok</think>"
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("1,073", Fraction(1073)),
+        ("1073.0", Fraction(1073)),
+        ("-12.5", Fraction(-25, 2)),
+        (".5", Fraction(1, 2)),
+        ("3/4", Fraction(3, 4)),
+        ("\\frac{3}{4}", Fraction(3, 4)),
+        ("\\dfrac34", Fraction(3, 4)),
+        ("2 1/2", Fraction(5, 2)),
+        ("$1,234.50", Fraction(246900, 200)),
+        ("18 dollars", Fraction(18)),
+        ("\\boxed{18}", Fraction(18)),
+        ("$\\boxed{18}$", Fraction(18)),
+        ("x = -3", Fraction(-3)),
+        ("1.8e1", Fraction(18)),
+    ],
+)
+def test_numbers_parse_exactly(text: str, value: Fraction) -> None:
+    parsed = parse_number(text)
+    assert isinstance(parsed, ParsedNumber) and parsed.value == value
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("", "empty"),
+        ("none", "empty"),
+        ("18 19", "multiple_values"),
+        ("18,19", "multiple_values"),
+        ("١٨", "non_ascii_digits"),
+        ("9" * 65, "too_long"),
+        ("1/0", "not_numeric"),
+    ],
+)
+def test_numbers_refuse(text: str, reason: str) -> None:
+    parsed = parse_number(text)
+    assert isinstance(parsed, NotANumber) and parsed.reason == reason
+
+
+def test_extraction_ignores_reasoning_and_reads_every_statement() -> None:
+    e = extract_answers("<think>the answer is 5</think>The answer is 18. <answer>18</answer>")
+    assert e.candidates == ("18", "18") and e.where == "answer_tag" and e.format_score == 0.5
+    assert extract_answers("<think>x</think><answer>18</answer>").format_score == 1.0
+    assert extract_answers("<answer>18</answer><think>x</think>").format_score == 0.5
+    assert extract_answers("text <answer>18").candidates == ()
+
+
+def test_extraction_is_linear_on_pathological_input() -> None:
+    import time
+
+    reply = "<answer><think>" * 10_000 + "\\boxed{" * 10_000
+    started = time.perf_counter()
+    grade_math(reply, "18")
+    assert time.perf_counter() - started < 1.0
+
+
+def test_weights_and_gate_are_recorded() -> None:
+    g = grade_math(T + "<answer>19</answer>", "18")
+    assert g.score == 0.0 and g.components["format"] == 1.0  # format alone earns nothing
+    assert g.weights == {"correctness": 0.8, "format": 0.1, "language": 0.1}
+    assert g.required == ("correctness",) and g.grader_version == GRADER_VERSION
+    custom = MathGraderConfig(weights={"correctness": 1.0}, required=())
+    assert grade_math("18", "18", custom).score == 1.0
+
+
+def test_grade_round_trips_as_plain_data() -> None:
+    g = grade_math(T + "<answer>18</answer>", "18")
+    assert Grade.from_dict(g.to_dict()) == g
+    with pytest.raises(ValueError, match="score"):
+        Grade(1.5, {}, {}, (), "x", "1", None)
+
+
+def test_grader_is_pure_and_thread_safe() -> None:
+    replies = [T + f"<answer>{a}</answer>" for a in ("18", "\\sqrt{324}", "19", "18 or 19")]
+    expected = [grade_math(r, "18") for r in replies]
+    results: list[list[Grade]] = []
+
+    def worker() -> None:  # math-verify's SIGALRM timeout only works on the main thread
+        results.append([grade_math(r, "18") for r in replies])
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(r == expected for r in results)
+
+
+def test_adversarial_suite_passes_and_reports_coverage(capsys: pytest.CaptureFixture[str]) -> None:
+    report = run_suite("math", grade_math, LABELS)
+    with capsys.disabled():
+        print("\n" + report.render())
+    assert report.passed, report.render()
+    assert report.label_coverage == 1.0
+    assert report.cases >= 80

@@ -1,0 +1,77 @@
+"""Oracle ceiling on every dev task; splits disjoint by construction; locked data."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+import pytest
+
+from frostgym.core.errors import FixtureMismatchError
+from frostgym.core.fixture_lock import lock_entry, read_lock, verified_fixture_sha256
+from frostgym.core.splits import ALL_SPLITS, split_of
+from frostgym.core.tasks import Draft
+from frostgym.envs.math import SOURCES, math_source
+from frostgym.envs.math.arithmetic import ArithmeticSource
+from frostgym.envs.registry import entry
+from tests.conftest import make_env
+
+
+def test_oracle_scores_one_on_every_dev_task(env_id: str) -> None:
+    env = make_env(env_id)
+    source = math_source(entry(env_id).kwargs["source"])
+    scores = []
+    for task in source.tasks("dev"):
+        env.reset(seed=0, options={"task_id": task.task_id})
+        _, reward, terminated, _, info = env.step(env.oracle_action())
+        assert terminated
+        scores.append(reward)
+        assert reward == 1.0, (task.task_id, task.prompt, task.answer, info["grade"])
+    assert len(scores) == source.size("dev") == 200
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_splits_are_disjoint_and_owned_by_content(name: str) -> None:
+    source = math_source(name)
+    prompts = {split: {t.prompt for t in source.tasks(split)} for split in ("dev", "test", "private")}
+    for split, texts in prompts.items():
+        assert len(texts) == source.size(split), f"duplicates inside {split}"
+    for a, b in itertools.combinations(prompts, 2):
+        assert not prompts[a] & prompts[b], f"{a} and {b} share tasks"
+    rng = random.Random(0)
+    train = [source.task("train", rng.randrange(2**62)) for _ in range(300)]
+    eval_prompts = set().union(*prompts.values())
+    assert not {t.prompt for t in train} & eval_prompts
+    for task in itertools.chain(train, source.tasks("dev")):
+        assert split_of(task.prompt, salt=source.name) == task.split
+
+
+def test_private_split_is_not_listed() -> None:
+    from typer.testing import CliRunner
+
+    from frostgym.cli import app
+
+    result = CliRunner().invoke(app, ["list", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "private" not in result.output
+    assert "dev" in result.output
+    assert set(ALL_SPLITS) - {"private"} == {"train", "dev", "test"}
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_locked_hashes_match(name: str) -> None:
+    source = math_source(name)
+    assert read_lock("math")[name] == lock_entry(source)
+
+
+class _DriftedArithmetic(ArithmeticSource):
+    """Same name, different content: what an upgraded dependency would look like."""
+
+    def generate(self, rng: random.Random) -> Draft:
+        draft = super().generate(rng)
+        return Draft(prompt=draft.prompt + " (v2)", answer=draft.answer, solution=draft.solution)
+
+
+def test_drifted_task_data_is_refused() -> None:
+    with pytest.raises(FixtureMismatchError, match="does not match its lock"):
+        verified_fixture_sha256("math", _DriftedArithmetic())
