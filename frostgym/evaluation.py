@@ -171,7 +171,7 @@ def summarize(records: Sequence[EpisodeRecord]) -> dict[str, Any]:
             "errored": sum(r.status == "errored" for r in rs),
             "mean_reward": sum(r.reward for r in rs) / len(rs),
             "component_means": {k: sum(v) / len(v) for k, v in sorted(components.items())},
-            "labels": dict(sorted(Counter(str(g["label"]) for g in graded).items())),
+            "labels": dict(sorted(Counter(g["label"] or "passed" for g in graded).items())),
         }
     return out
 
