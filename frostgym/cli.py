@@ -4,38 +4,44 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, cast
 
 import gymnasium
 import typer
 from rich.console import Console
 from rich.table import Table
 
+from frostgym.core.env import FrozenEnv
 from frostgym.core.splits import PUBLIC_SPLITS, check_split
+from frostgym.core.tasks import ProceduralSource
+from frostgym.envs.registry import EnvEntry
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Frozen, seeded Gymnasium envs for LLM agents.")
 console = Console()
 
 
-def _source_of(env_id: str):  # type: ignore[no-untyped-def]
-    from frostgym.envs.math import math_source
-    from frostgym.envs.registry import entry
+def _envs() -> list[tuple[EnvEntry, FrozenEnv]]:
+    """One instance of every registered env: sources and families come from the envs
+    themselves, so a new family needs no change here."""
+    from frostgym.envs.registry import ENTRIES
 
-    e = entry(env_id)
-    return math_source(e.kwargs["source"])
+    return [(e, cast(FrozenEnv, gymnasium.make(e.id).unwrapped)) for e in ENTRIES]
 
 
 @app.command("list")
 def list_envs(as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False) -> None:
     """Registered env ids with family, difficulty and task counts per public split."""
-    from frostgym.envs.registry import ENTRIES
-
-    rows = []
-    for e in ENTRIES:
-        source = _source_of(e.id)
-        sizes = {s: source.size(s) for s in PUBLIC_SPLITS}
+    rows: list[dict[str, Any]] = []
+    for e, env in _envs():
+        sizes = {split: env.source.size(split) for split in PUBLIC_SPLITS}
         rows.append(
-            {"id": e.id, "family": e.family, "difficulty": source.difficulty, "tasks": sizes, "summary": e.summary}
+            {
+                "id": e.id,
+                "family": env.family,
+                "difficulty": env.source.difficulty,
+                "tasks": sizes,
+                "summary": e.summary,
+            }
         )
     if as_json:
         typer.echo(json.dumps(rows, indent=1))
@@ -101,16 +107,20 @@ def lock_cmd(
 ) -> None:
     """Check (or, after a reviewed data change, rewrite) the locked task-data hashes."""
     from frostgym.core.fixture_lock import lock_entry, read_lock, write_lock
-    from frostgym.envs.math import SOURCES, math_source
 
-    sources = [math_source(name) for name in SOURCES]
-    if write:
-        console.print(f"wrote {write_lock('math', sources)}")
-        return
-    locked = read_lock("math")
-    bad = [s.name for s in sources if locked.get(s.name) != lock_entry(s)]
-    for s in sources:
-        console.print(f"math/{s.name}: {'MISMATCH' if s.name in bad else 'ok'}")
+    by_family: dict[str, dict[str, ProceduralSource]] = {}
+    for _, env in _envs():
+        by_family.setdefault(env.family, {})[env.source.name] = env.source
+    bad = []
+    for family, sources in sorted(by_family.items()):
+        if write:
+            console.print(f"wrote {write_lock(family, list(sources.values()))}")
+            continue
+        locked = read_lock(family)
+        for name, source in sorted(sources.items()):
+            ok = locked.get(name) == lock_entry(source)
+            bad += [] if ok else [f"{family}/{name}"]
+            console.print(f"{family}/{name}: {'ok' if ok else 'MISMATCH'}")
     if bad:
         raise typer.Exit(1)
 
