@@ -18,6 +18,8 @@ from frostgym.envs.registry import EnvEntry
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Frozen, seeded Gymnasium envs for LLM agents.")
 console = Console()
+if not console.is_terminal:  # logs and CI: rich would assume 80 columns and fold every table
+    console = Console(width=160)
 
 
 def _envs() -> list[tuple[EnvEntry, FrozenEnv]]:
