@@ -246,9 +246,7 @@ def bench_scorer(
 ) -> Row:
     verdicts = [scorer(r, g) for r, g in zip(replies, golds, strict=True)]  # warm-up pass, records verdicts
     runs = timed(lambda: score_all(scorer, replies, golds), repeats)
-    return Row(
-        method=name, replies=kind, items=len(replies), best_s=min(runs), runs_s=runs, correct=sum(verdicts)
-    )
+    return Row(method=name, replies=kind, items=len(replies), best_s=min(runs), runs_s=runs, correct=sum(verdicts))
 
 
 # -- report ------------------------------------------------------------------------------------------------------
@@ -258,7 +256,8 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: S
     widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True))
+        cols = (c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True))
+        return "  ".join(cols).rstrip()
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(headers), rule, *(line(r) for r in rows)])
@@ -340,7 +339,7 @@ def tricky_table(results: Sequence[dict[str, Any]]) -> str:
 
 
 def disagreements(episodes: Sequence[Episode], scorers: dict[str, Scorer]) -> dict[str, list[dict[str, Any]]]:
-    """The pairs (oracle and wrong replies) on which the methods do not all agree; at most 5 examples each."""
+    """Per reply kind, the pairs on which the methods do not all agree (one entry per pair, in episode order)."""
     out: dict[str, list[dict[str, Any]]] = {}
     preparsed = preparse_golds([e.gold for e in episodes])
     for kind in ("oracle", "wrong"):
@@ -352,9 +351,24 @@ def disagreements(episodes: Sequence[Episode], scorers: dict[str, Scorer]) -> di
                 for name, scorer in scorers.items()
             }
             if len(set(verdicts.values())) > 1:
-                examples.append({"task_id": e.task_id, "gold": e.gold, "reply": reply, "verdicts": verdicts})
+                examples.append(
+                    {
+                        "task_id": e.task_id,
+                        "gold": e.gold,
+                        "reply": reply,
+                        "verdicts": verdicts,
+                        "math_verify_parsed_reply": [str(x) for x in parse(reply)],
+                    }
+                )
         out[kind] = examples
     return out
+
+
+def first_per_task(examples: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    seen: dict[str, dict[str, Any]] = {}
+    for ex in examples:
+        seen.setdefault(ex["task_id"], ex)
+    return list(seen.values())
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -409,9 +423,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     diffs = disagreements(episodes, scorers)
     for kind, examples in diffs.items():
-        print(f"\n{kind} replies on which the methods disagree: {len(examples)}")
-        for ex in examples[:5]:
-            print(f"  {ex['task_id']} gold={ex['gold']} verdicts={ex['verdicts']}")
+        per_task = first_per_task(examples)
+        print(
+            f"\n{kind} replies on which the methods disagree: {len(examples)} pairs over {len(per_task)} distinct tasks"
+            + (", e.g." if examples else "")
+        )
+        for ex in per_task[:5]:
+            shown = ", ".join(f"{name}={int(v)}" for name, v in ex["verdicts"].items())
+            print(f"  {ex['task_id']} gold={ex['gold']}: {shown}; math-verify parsed {ex['math_verify_parsed_reply']}")
 
     tricky = tricky_results(scorers)
     print("\nTricky replies (1 = scored correct):\n")
@@ -427,11 +446,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             "distinct_tasks": len({e.task_id for e in episodes}),
             "repeats": args.repeats,
             "machine": machine,
-            "results": [
-                {**asdict(r), "us_per_item": r.us_per_item, "items_per_s": r.items_per_s} for r in rows
-            ],
+            "results": [{**asdict(r), "us_per_item": r.us_per_item, "items_per_s": r.items_per_s} for r in rows],
             "summary": summary_lines(rows),
-            "disagreements": {kind: {"count": len(ex), "examples": ex[:5]} for kind, ex in diffs.items()},
+            "disagreements": {
+                kind: {
+                    "pairs": len(ex),
+                    "distinct_tasks": len({x["task_id"] for x in ex}),
+                    "examples": first_per_task(ex)[:5],
+                }
+                for kind, ex in diffs.items()
+            },
             "tricky_gold": TRICKY_GOLD,
             "tricky": tricky,
             "wall_time_s": elapsed,

@@ -95,7 +95,7 @@ def run_batch(env_id: str, plans: Sequence[EpisodePlan], agent: Agent, envs: lis
             break
         agent_seconds = (time.perf_counter() - started) / len(requests)
         still_active = []
-        for i, reply in zip(active, replies, strict=True):
+        for i, request, reply in zip(active, requests, replies, strict=True):
             record = records[i]
             step_started = time.perf_counter()
             try:
@@ -105,7 +105,7 @@ def run_batch(env_id: str, plans: Sequence[EpisodePlan], agent: Agent, envs: lis
                 continue
             record.steps.append(
                 StepRecord(
-                    observation=requests[active.index(i)].observation,
+                    observation=request.observation,
                     action=reply.action,
                     reward=float(reward),
                     terminated=terminated,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,7 +27,7 @@ class Grade:
     details: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        if not (0.0 <= self.score <= 1.0) or math.isnan(self.score):
+        if not (0.0 <= self.score <= 1.0):  # also rejects NaN
             raise ValueError(f"score must be in [0, 1], got {self.score}")
         for name, value in self.components.items():
             if not (0.0 <= value <= 1.0):

@@ -151,7 +151,7 @@ class ProceduralSource(ABC):
     def _try_generate(self, *seed_parts: str | int) -> Draft | None:
         try:
             return self.generate(derive_random(self.name, self.version, *seed_parts))
-        except (ValueError, ZeroDivisionError, ArithmeticError):
+        except (ValueError, ArithmeticError):
             return None  # some seeds make degenerate instances; the next draw is just as frozen
 
     def _draw_unbounded(self, split: Split, index: int) -> Task:
