@@ -65,7 +65,6 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
         self._episode_id = ""
         self._turn = 0
         self._done = True
-        self._final_grade: Grade | None = None
 
     # -- what a family provides ------------------------------------------------------
     @property
@@ -113,7 +112,6 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
         self._messages = self.first_messages(task)
         self._turn = 0
         self._done = False
-        self._final_grade = None
         return copy_messages(self._messages), self._info()
 
     def step(self, action: Action) -> tuple[Observation, SupportsFloat, bool, bool, dict[str, Any]]:
@@ -128,8 +126,6 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
         self._done = reply.done or last_turn
         if reply.feedback is not None and not self._done:
             self._messages.append(reply.feedback)
-        if self._done:
-            self._final_grade = reply.grade
         info = self._info()
         if sanitized:
             info["action_sanitized"] = True

@@ -22,7 +22,7 @@ from typing import Any
 from frostgym.core.grade import Grade, weighted_score
 from frostgym.graders.extraction import extract_answers, strip_tags
 from frostgym.graders.language import language_score
-from frostgym.graders.numbers import NotANumber, ParsedNumber, parse_number, strip_decoration
+from frostgym.graders.numbers import ParsedNumber, parse_number, strip_decoration
 
 GRADER_NAME = "math"
 GRADER_VERSION = "1.0.0"
@@ -171,7 +171,3 @@ def _symbolic_equal(gold: str, answer: str) -> bool | None:
         return bool(math_verify.verify(gold_expr, answer_expr, timeout_seconds=timeout))
     except Exception:
         return False
-
-
-# Keep the names importable for callers that type against them.
-__all__ = ["DEFAULT_CONFIG", "GRADER_NAME", "GRADER_VERSION", "LABELS", "MathGraderConfig", "NotANumber", "grade_math"]
