@@ -108,7 +108,7 @@ def test_grader_is_pure_and_thread_safe() -> None:
 
 
 def test_adversarial_suite_passes_and_reports_coverage(record_property: Callable[[str, object], None]) -> None:
-    report = run_suite("math", grade_math, LABELS)
+    report = run_suite("math", lambda case: grade_math(case.reply, case.gold), LABELS)
     record_property("adversarial_report", report.render())  # printed in the run's summary (conftest.py)
     assert report.passed, report.render()
     assert report.label_coverage == 1.0

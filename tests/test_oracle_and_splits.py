@@ -11,15 +11,13 @@ from frostgym.core.errors import FixtureMismatchError
 from frostgym.core.fixture_lock import lock_entry, read_lock, verified_fixture_sha256
 from frostgym.core.splits import ALL_SPLITS, split_of
 from frostgym.core.tasks import Draft
-from frostgym.envs.math import SOURCES, math_source
 from frostgym.envs.math.arithmetic import ArithmeticSource
-from frostgym.envs.registry import entry
 from tests.conftest import make_env
 
 
 def test_oracle_scores_one_on_every_dev_task(env_id: str) -> None:
     env = make_env(env_id)
-    source = math_source(entry(env_id).kwargs["source"])
+    source = env.source
     scores = []
     for task in source.tasks("dev"):
         env.reset(seed=0, options={"task_id": task.task_id})
@@ -27,12 +25,11 @@ def test_oracle_scores_one_on_every_dev_task(env_id: str) -> None:
         assert terminated
         scores.append(reward)
         assert reward == 1.0, (task.task_id, task.prompt, task.answer, info["grade"])
-    assert len(scores) == source.size("dev") == 200
+    assert len(scores) == source.size("dev") and len(scores) >= 20
 
 
-@pytest.mark.parametrize("name", sorted(SOURCES))
-def test_splits_are_disjoint_and_owned_by_content(name: str) -> None:
-    source = math_source(name)
+def test_splits_are_disjoint_and_owned_by_content(env_id: str) -> None:
+    source = make_env(env_id).source
     prompts = {split: {t.prompt for t in source.tasks(split)} for split in ("dev", "test", "private")}
     for split, texts in prompts.items():
         assert len(texts) == source.size(split), f"duplicates inside {split}"
@@ -43,7 +40,8 @@ def test_splits_are_disjoint_and_owned_by_content(name: str) -> None:
     eval_prompts = set().union(*prompts.values())
     assert not {t.prompt for t in train} & eval_prompts
     for task in itertools.chain(train, source.tasks("dev")):
-        assert split_of(task.prompt, salt=source.name) == task.split
+        if task.split != "train":  # train may be owned by another rule (e.g. SQL templates)
+            assert split_of(task.prompt, salt=source.name, percent=source.split_percent) == task.split
 
 
 def test_private_split_is_not_listed() -> None:
@@ -58,10 +56,9 @@ def test_private_split_is_not_listed() -> None:
     assert set(ALL_SPLITS) - {"private"} == {"train", "dev", "test"}
 
 
-@pytest.mark.parametrize("name", sorted(SOURCES))
-def test_locked_hashes_match(name: str) -> None:
-    source = math_source(name)
-    assert read_lock("math")[name] == lock_entry(source)
+def test_locked_hashes_match(env_id: str) -> None:
+    env = make_env(env_id)
+    assert read_lock(env.family)[env.source.name] == lock_entry(env.source)
 
 
 class _DriftedArithmetic(ArithmeticSource):

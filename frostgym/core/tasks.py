@@ -67,6 +67,9 @@ class Draft:
     answer: str
     solution: str = ""
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: Per-task overrides of the source's difficulty and tags (hand-written task sets).
+    difficulty: str | None = None
+    tags: tuple[str, ...] | None = None
 
 
 def parse_task_id(task_id: str) -> tuple[str, Split, int]:
@@ -87,6 +90,8 @@ class ProceduralSource(ABC):
     difficulty: str
     tags: tuple[str, ...] = ()
     sizes: Mapping[Split, int | None] = MappingProxyType({"train": None, "dev": 200, "test": 500, "private": 500})
+    #: How content hashes are shared out among the splits.
+    split_percent: Mapping[Split, int] = DEFAULT_SPLIT_PERCENT
     #: Give up on a split if this many draws in a row are rejected (guards a broken generator).
     max_rejections: int = 10_000
 
@@ -140,13 +145,13 @@ class ProceduralSource(ABC):
             prompt=draft.prompt,
             answer=draft.answer,
             solution=draft.solution,
-            difficulty=self.difficulty,
-            tags=self.tags,
+            difficulty=draft.difficulty or self.difficulty,
+            tags=self.tags if draft.tags is None else draft.tags,
             metadata=draft.metadata,
         )
 
     def _owns(self, draft: Draft, split: Split) -> bool:
-        return split_of(draft.prompt, salt=self.name, percent=DEFAULT_SPLIT_PERCENT) == split
+        return split_of(draft.prompt, salt=self.name, percent=self.split_percent) == split
 
     def _try_generate(self, *seed_parts: str | int) -> Draft | None:
         try:

@@ -48,6 +48,12 @@ ENTRIES: tuple[EnvEntry, ...] = (
         "linear equations, rational solutions",
         {"source": "linear_equations"},
     ),
+    EnvEntry(
+        "frostgym/SQL-v0",
+        "sql",
+        "frostgym.envs.sql:SQLEnv",
+        "text-to-SQL on Chinook and three vega-datasets databases, multi-turn with exploration",
+    ),
 )
 
 

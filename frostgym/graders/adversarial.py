@@ -27,6 +27,7 @@ class AdversarialCase:
     label: str | None = None  # the failure label a bad case must get, when pinned
     score: float | None = None  # the exact score a good case must get, when pinned
     why: str = ""
+    context: dict[str, Any] = field(default_factory=dict)  # grader-specific fields (e.g. the database)
 
 
 @dataclass
@@ -59,6 +60,9 @@ class SuiteReport:
         return "\n".join(lines)
 
 
+_CASE_FIELDS = frozenset({"id", "gold", "reply", "expect", "label", "score", "why"})
+
+
 def _materialise(reply: str | dict[str, Any]) -> str:
     if isinstance(reply, str):
         return reply
@@ -78,20 +82,25 @@ def load_suite(name: str) -> tuple[str, list[AdversarialCase]]:
             label=c.get("label"),
             score=c.get("score"),
             why=c.get("why", ""),
+            context={k: v for k, v in c.items() if k not in _CASE_FIELDS},
         )
         for c in data["cases"]
     ]
     return data["grader"], cases
 
 
-def run_suite(name: str, grade: Callable[[str, str], Grade], labels_declared: tuple[str, ...] = ()) -> SuiteReport:
+def run_suite(
+    name: str, grade: Callable[[AdversarialCase], Grade], labels_declared: tuple[str, ...] = ()
+) -> SuiteReport:
+    """Grade every case of suite ``name`` with ``grade`` (which reads what it needs from
+    the case: reply, gold, context) and check each expectation."""
     grader, cases = load_suite(name)
     ids = [c.id for c in cases]
     if len(ids) != len(set(ids)):
         raise ValueError(f"suite {name!r} has duplicate case ids")
     report = SuiteReport(grader=grader, cases=len(cases), labels_declared=labels_declared)
     for case in cases:
-        result = grade(case.reply, case.gold)
+        result = grade(case)
         if result.label is not None:
             report.labels_seen[result.label] += 1
         problem = _check(case, result)

@@ -137,3 +137,44 @@ def extract_answers(reply: str) -> Extraction:
     else:
         format_score = 0.0
     return Extraction(tuple(candidates), where, format_score, unclosed_answer)
+
+
+_ANY_TAG = re.compile(r"<(/?)([a-z_]+)\s*>", re.IGNORECASE)
+
+
+def outside_reasoning(reply: str) -> str:
+    """The reply without its reasoning: ``<think>`` blocks (an unclosed one runs to the
+    end) and, when the template opened the block, everything before a lone ``</think>``."""
+    out: list[str] = []
+    pos = 0
+    inside = False
+    seen = False
+    for m in re.finditer(r"<(/?)think\s*>", reply, re.IGNORECASE):
+        closing = m.group(1) == "/"
+        if not inside and not closing:
+            out.append(reply[pos : m.start()])
+            inside = True
+        elif inside and closing:
+            inside, pos = False, m.end()
+        elif not inside and closing and not seen:
+            pos = m.end()
+        seen = True
+    if not inside:
+        out.append(reply[pos:])
+    return "".join(out)
+
+
+def tagged_blocks(text: str, tag: str) -> tuple[list[str], bool]:
+    """Contents of every ``<tag>…</tag>`` block in ``text`` (tags do not nest), and
+    whether a block was left open. Linear time, like ``extract_answers``."""
+    blocks: list[str] = []
+    start: int | None = None
+    for m in _ANY_TAG.finditer(text):
+        if m.group(2).lower() != tag:
+            continue
+        if m.group(1) != "/" and start is None:
+            start = m.end()
+        elif m.group(1) == "/" and start is not None:
+            blocks.append(text[start : m.start()].strip())
+            start = None
+    return blocks, start is not None

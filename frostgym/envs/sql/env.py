@@ -1,0 +1,138 @@
+"""``SQLEnv``: answer a question about a real SQLite database with one final query,
+after up to ``max_turns - 1`` exploratory queries.
+
+Protocol (also described to the agent in the system message):
+- ``<sql>SELECT …</sql>`` runs an exploratory query; the result comes back as a user
+  message, cut to ``max_result_rows`` rows and ``max_result_chars`` characters, with a note.
+- ``<answer>SELECT …</answer>`` submits the final query and ends the episode.
+- Or a tool-call dict: ``{"tool_calls": [{"name": "run_sql" | "submit_sql",
+  "arguments": {"query": "…"}}]}``, one call per turn.
+A reply with neither gets an error message and uses up its turn. On the last turn, a
+reply without ``<answer>`` is graded ``no_answer``.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from frostgym.core.env import FrozenEnv, Reply
+from frostgym.core.errors import InvalidActionError
+from frostgym.core.fixture_lock import verified_fixture_sha256
+from frostgym.core.messages import Action, Message, message
+from frostgym.core.splits import Split
+from frostgym.core.tasks import ProceduralSource, Task
+from frostgym.envs.sql.tasks import sql_source
+from frostgym.graders.extraction import outside_reasoning, tagged_blocks
+from frostgym.graders.sql_execution import DEFAULT_CONFIG, SQLGraderConfig, grade_sql
+from frostgym.sql.connections import schema_prompt, shared_database
+from frostgym.sql.executor import format_result
+
+SYSTEM_PROMPT = (
+    "You answer questions about a SQLite database by writing one SQL query. "
+    "To look at the data first, reply with one query inside <sql></sql>; you will see its result. "
+    "When you are ready, reply with your final query inside <answer></answer>. "
+    "Return exactly the columns the question asks for, in that order. "
+    "You have {turns} turns in total."
+)
+TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {"query": {"type": "string", "description": "One SQLite SELECT statement."}},
+                "required": ["query"],
+            },
+        },
+    }
+    for name, description in (
+        ("run_sql", "Run an exploratory read-only query and see (part of) its result."),
+        ("submit_sql", "Submit the final query that answers the question. Ends the episode."),
+    )
+]
+_TOOL_TAG = {"run_sql": "sql", "submit_sql": "answer"}
+
+
+class SQLEnv(FrozenEnv):
+    family = "sql"
+    env_version = "1.0.0"
+
+    def __init__(
+        self,
+        *,
+        split: Split = "dev",
+        max_turns: int = 6,
+        render_mode: str | None = None,
+        grader_config: SQLGraderConfig = DEFAULT_CONFIG,
+        max_result_rows: int = 20,
+        max_result_chars: int = 2_000,
+    ) -> None:
+        super().__init__(split=split, max_turns=max_turns, render_mode=render_mode)
+        self._source = sql_source()
+        self.grader_config = grader_config
+        self.max_result_rows = max_result_rows
+        self.max_result_chars = max_result_chars
+        self.tools = TOOLS
+
+    @property
+    def source(self) -> ProceduralSource:
+        return self._source
+
+    @property
+    def fixture_sha256(self) -> str:
+        return verified_fixture_sha256(self.family, self._source)
+
+    def first_messages(self, task: Task) -> list[Message]:
+        database = task.metadata["database"]
+        return [
+            message("system", SYSTEM_PROMPT.format(turns=self.max_turns)),
+            message("user", f"{schema_prompt(database)}\n\nQuestion: {task.prompt}"),
+        ]
+
+    def coerce_action(self, action: Action) -> tuple[str, bool]:
+        """Tool-call dicts become the equivalent tagged text, so the history and the
+        grader see one form."""
+        if isinstance(action, dict) and "tool_calls" in action:
+            calls = action["tool_calls"]
+            if not isinstance(calls, list) or len(calls) != 1:
+                count = len(calls) if isinstance(calls, list) else "no list of"
+                raise InvalidActionError(f"SQLEnv takes exactly one tool call per turn, got {count} calls")
+            call = calls[0]
+            name = call.get("name") if isinstance(call, dict) else None
+            arguments = call.get("arguments") if isinstance(call, dict) else None
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments)
+                except json.JSONDecodeError as error:
+                    raise InvalidActionError(f"tool call arguments are not valid JSON: {error}") from error
+            if name not in _TOOL_TAG or not isinstance(arguments, dict) or not isinstance(arguments.get("query"), str):
+                raise InvalidActionError(
+                    f"unknown tool call {name!r}: SQLEnv offers run_sql(query) and submit_sql(query)"
+                )
+            tag = _TOOL_TAG[name]
+            return super().coerce_action(f"<{tag}>{arguments['query']}</{tag}>")
+        return super().coerce_action(action)
+
+    def respond(self, task: Task, text: str, turn: int, last_turn: bool) -> Reply:
+        visible = outside_reasoning(text)
+        answers, unclosed_answer = tagged_blocks(visible, "answer")
+        if answers or unclosed_answer or last_turn:
+            db = shared_database(task.metadata["database"])
+            return Reply(grade=grade_sql(text, task.answer, db, self.grader_config), done=True)
+        queries, _ = tagged_blocks(visible, "sql")
+        if len(queries) == 1:
+            result = shared_database(task.metadata["database"]).run(queries[0])
+            shown = format_result(result, max_rows=self.max_result_rows, max_chars=self.max_result_chars)
+            feedback = f"Result of your query:\n{shown}"
+        elif queries:
+            feedback = f"Error: send one <sql> query per turn (got {len(queries)}); none were run."
+        else:
+            feedback = "Error: no <sql>…</sql> or <answer>…</answer> found. Run a query or submit your final one."
+        left = self.max_turns - turn - 1
+        return Reply(grade=None, done=False, feedback=message("user", f"{feedback}\n({left} turn(s) left)"))
+
+    def oracle_action(self) -> str:
+        return f"<answer>{self.task.answer}</answer>"

@@ -1,0 +1,132 @@
+"""The SQL execution grader: run the predicted and the gold query, compare results.
+
+Rows are compared as a **multiset** (``Counter`` of rows), so duplicates count and a
+missing ``DISTINCT`` is wrong. When the gold query orders its output (a top-level
+``ORDER BY``), the rows are compared as a **list**, so ``ORDER BY a`` is not
+``ORDER BY a DESC``. Columns are compared by position, as the gold query lists them.
+Floats are equal at ``significant_digits`` significant digits; ``NULL`` equals ``NULL``.
+SkyRL's grader compares ``frozenset(rows)``, which has neither property.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any, Literal
+
+from frostgym.core.grade import Grade, weighted_score
+from frostgym.graders.extraction import outside_reasoning, tagged_blocks
+from frostgym.sql.executor import QueryResult, SafeDatabase
+from frostgym.sql.statements import orders_rows
+
+GRADER_NAME = "sql_execution"
+GRADER_VERSION = "1.0.0"
+SQLStatus = Literal["match", "mismatch", "error", "timeout", "not_select", "no_answer"]
+#: Every label this grader gives (the status, when it is not ``match``).
+LABELS: tuple[str, ...] = ("mismatch", "error", "timeout", "not_select", "no_answer")
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+
+
+@dataclass(frozen=True)
+class SQLGraderConfig:
+    weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({"correctness": 0.9, "format": 0.1}))
+    required: tuple[str, ...] = ("correctness",)
+    significant_digits: int = 9
+    max_reply_chars: int = 100_000
+
+
+DEFAULT_CONFIG = SQLGraderConfig()
+
+
+def extract_final_sql(reply: str) -> tuple[str | None, str]:
+    """The query inside the one ``<answer>`` block outside the reasoning, and why not
+    when there is none: ``no_answer_block``, ``several_answers``, ``unclosed_answer``."""
+    blocks, unclosed = tagged_blocks(outside_reasoning(reply), "answer")
+    if unclosed and not blocks:
+        return None, "unclosed_answer"
+    if not blocks:
+        return None, "no_answer_block"
+    if len({b for b in blocks}) > 1:
+        return None, "several_answers"
+    return _FENCE.sub("", blocks[0]).strip() or None, "ok"
+
+
+def _canonical(value: Any, digits: int) -> Any:
+    if isinstance(value, float):
+        return float(f"{value:.{digits}g}") + 0.0  # + 0.0 folds -0.0 into 0.0
+    return value
+
+
+def _canonical_rows(result: QueryResult, digits: int) -> list[tuple[Any, ...]]:
+    return [tuple(_canonical(v, digits) for v in row) for row in result.rows]
+
+
+def compare_results(gold: QueryResult, predicted: QueryResult, *, ordered: bool, digits: int) -> str | None:
+    """``None`` when equal, else the reason they differ."""
+    if len(gold.columns) != len(predicted.columns):
+        return f"{len(predicted.columns)} columns, expected {len(gold.columns)}"
+    if len(gold.rows) != len(predicted.rows):
+        return f"{len(predicted.rows)} rows, expected {len(gold.rows)}"
+    gold_rows, pred_rows = _canonical_rows(gold, digits), _canonical_rows(predicted, digits)
+    if ordered:
+        return None if gold_rows == pred_rows else "rows differ or are in the wrong order"
+    return None if Counter(gold_rows) == Counter(pred_rows) else "rows differ"
+
+
+_gold_cache: dict[tuple[str, str], QueryResult] = {}
+_gold_lock = threading.Lock()
+
+
+def gold_result(db: SafeDatabase, gold_sql: str) -> QueryResult:
+    """The gold query's result, cached per (database file, query). A gold query that
+    fails is a task bug, raised rather than graded."""
+    key = (str(db.path), gold_sql)
+    with _gold_lock:
+        cached = _gold_cache.get(key)
+    if cached is not None:
+        return cached
+    result = db.run(gold_sql)
+    if not result.ok:
+        raise RuntimeError(f"gold query failed ({result.status}: {result.error}): {gold_sql}")
+    with _gold_lock:
+        _gold_cache[key] = result
+    return result
+
+
+def grade_sql(reply: str, gold_sql: str, db: SafeDatabase, config: SQLGraderConfig = DEFAULT_CONFIG) -> Grade:
+    """Grade the final reply (its ``<answer>`` block) against the gold query on ``db``."""
+    if len(reply) > config.max_reply_chars:
+        return _grade("no_answer", 0.0, {"reason": f"reply longer than {config.max_reply_chars} characters"}, config)
+    sql, why = extract_final_sql(reply)
+    if sql is None:
+        return _grade("no_answer", 0.0, {"reason": why}, config)
+    gold = gold_result(db, gold_sql)
+    predicted = db.run(sql, max_rows=len(gold.rows))  # one row past the gold count is already wrong
+    details: dict[str, Any] = {"sql": sql[:2000], "gold_rows": len(gold.rows)}
+    if predicted.status == "too_many_rows":
+        return _grade("mismatch", 1.0, {**details, "reason": f"more than {len(gold.rows)} rows"}, config)
+    if not predicted.ok:
+        status: SQLStatus = predicted.status if predicted.status in ("timeout", "not_select") else "error"
+        return _grade(status, 1.0, {**details, "reason": predicted.error}, config)
+    ordered = orders_rows(gold_sql)
+    reason = compare_results(gold, predicted, ordered=ordered, digits=config.significant_digits)
+    details.update({"ordered": ordered, "reason": reason})
+    return _grade("match" if reason is None else "mismatch", 1.0, details, config)
+
+
+def _grade(status: SQLStatus, format_score: float, details: dict[str, Any], config: SQLGraderConfig) -> Grade:
+    components = {"correctness": 1.0 if status == "match" else 0.0, "format": format_score}
+    return Grade(
+        score=weighted_score(components, config.weights, config.required),
+        components=components,
+        weights=dict(config.weights),
+        required=config.required,
+        grader=GRADER_NAME,
+        grader_version=GRADER_VERSION,
+        label=None if status == "match" else status,
+        details={"status": status, **details},
+    )
