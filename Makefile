@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EVAL_OUT ?= runs/eval
-MATH_ENVS := frostgym/Math-v0,frostgym/Arithmetic-v0,frostgym/Fractions-v0,frostgym/LinearEquations-v0
+EVAL_ENVS := frostgym/Math-v0,frostgym/Arithmetic-v0,frostgym/Fractions-v0,frostgym/LinearEquations-v0,frostgym/SQL-v0
 
 .PHONY: install eval test lint typecheck pytest bench clean
 
@@ -17,8 +17,8 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 eval: $(STAMP)
-	$(BIN)/frostgym eval --env $(MATH_ENVS) --agent oracle --episodes 50 --seed 0 --out $(EVAL_OUT)/oracle
-	$(BIN)/frostgym eval --env $(MATH_ENVS) --agent random --episodes 50 --seed 0 --out $(EVAL_OUT)/random
+	$(BIN)/frostgym eval --env $(EVAL_ENVS) --agent oracle --episodes 50 --seed 0 --out $(EVAL_OUT)/oracle
+	$(BIN)/frostgym eval --env $(EVAL_ENVS) --agent random --episodes 50 --seed 0 --out $(EVAL_OUT)/random
 	@echo "results: $(EVAL_OUT)/oracle/result.json $(EVAL_OUT)/random/result.json"
 
 lint: $(STAMP)
@@ -35,6 +35,7 @@ test: lint typecheck pytest
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/math_throughput.py
+	$(BIN)/python benchmarks/sql_grading.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
