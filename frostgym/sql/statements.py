@@ -9,41 +9,28 @@ import re
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
 
+_LITERAL_OR_COMMENT = re.compile(
+    r"--[^\n]*"  # line comment
+    r"|/\*.*?(?:\*/|\Z)"  # block comment, possibly unclosed
+    r"|'(?:[^']|'')*'?"  # string literal ('' escapes a quote), possibly unclosed
+    r'|"(?:[^"]|"")*"?'  # quoted identifier
+    r"|`[^`]*`?|\[[^\]]*\]?",  # MySQL- and MSSQL-style identifiers, which SQLite accepts
+    re.DOTALL,
+)
+_NOT_NEWLINE = re.compile(r"[^\n]")
+
+
+def _blank(m: re.Match[str]) -> str:
+    text = m.group(0)
+    # A quoted token keeps a placeholder so "x = 'a'" still has a value in it.
+    head = "?" if text[0] in "'\"`[" else _NOT_NEWLINE.sub(" ", text[0])
+    return head + _NOT_NEWLINE.sub(" ", text[1:])
+
+
 def mask(sql: str) -> str:
     """``sql`` with comments, string literals and quoted identifiers replaced by spaces
-    (same length), so keywords inside them are never mistaken for structure."""
-    out = list(sql)
-    i, n = 0, len(sql)
-    while i < n:
-        ch = sql[i]
-        if ch == "-" and sql.startswith("--", i):
-            end = sql.find("\n", i)
-            end = n if end < 0 else end
-        elif ch == "/" and sql.startswith("/*", i):
-            end = sql.find("*/", i + 2)
-            end = n if end < 0 else end + 2
-        elif ch in "'\"`[":
-            close = "]" if ch == "[" else ch
-            end = i + 1
-            while end < n:
-                if sql[end] == close:
-                    if close != "]" and end + 1 < n and sql[end + 1] == close:  # doubled quote escapes
-                        end += 2
-                        continue
-                    end += 1
-                    break
-                end += 1
-        else:
-            i += 1
-            continue
-        for k in range(i, end):
-            if out[k] != "\n":
-                out[k] = " "
-        # keep quotes' positions visible as a placeholder token so "x='a'" still has a value
-        if ch in "'\"`[" and end - i >= 2:
-            out[i] = "?"
-        i = end
-    return "".join(out)
+    (same length, newlines kept), so keywords inside them are never mistaken for structure."""
+    return _LITERAL_OR_COMMENT.sub(_blank, sql)
 
 
 def statements(sql: str) -> list[str]:

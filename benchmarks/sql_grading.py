@@ -1,0 +1,761 @@
+"""SQL grading throughput and verdicts: frostgym's ``grade_sql`` next to a SkyRL-style grader, in one process.
+
+Both graders see the same tasks (every hand-written task from ``load_handwritten()``) and the same predictions:
+
+1. the gold query itself (both graders should accept it);
+2. deterministic wrong rewrites of the gold query (see ``PERTURBATIONS``), each kept only when it runs without
+   error and its rows, as a list with duplicates, differ from the gold's.
+
+frostgym's grader gets ``<think>...</think><answer>SQL</answer>``; the SkyRL-style grader gets the same reasoning
+and SQL as ``<think>...</think><solution>SQL</solution>``, the format skyrl-gym's SQL env reads.
+
+The SkyRL-style grader re-implements what skyrl-gym's text-to-SQL env does (``skyrl_gym/envs/sql/utils.py``):
+check the ``<solution>`` format, then run the predicted and the gold query one after the other, each in its own
+thread with a timeout (``func_timeout``), on a new read-write ``sqlite3.connect(path)`` inside
+``BEGIN TRANSACTION`` / ``rollback``, and reward 1 when ``frozenset(predicted rows) == frozenset(gold rows)``.
+It runs on copies of the database files in a temporary directory, never on frostgym's cache files.
+
+frostgym caches each gold result per (database, query), so it is timed three ways: warm (cache filled),
+cold (cache cleared before each timed pass: each task's gold runs once per pass, for its first prediction)
+and uncached (cache cleared before every call, so the gold runs on every call, as SkyRL's does).
+Each grader is warmed up with one untimed pass (which also records its verdicts), then timed with
+``time.perf_counter`` over all pairs with the garbage collector off, in ``--repeats`` rounds (default 5) that
+each time every grader once, in turn; each grader's best pass is kept. A reference row times running the
+prediction alone on a persistent connection (no grading), the floor under every grader.
+
+Run from the repository root: ``python benchmarks/sql_grading.py [--quick] [--json PATH]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import importlib.metadata
+import json
+import os
+import platform
+import re
+import shutil
+import sqlite3
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import frostgym
+import frostgym.graders.sql_execution as sql_execution
+from frostgym.envs.sql.tasks import load_handwritten
+from frostgym.graders.sql_execution import grade_sql
+from frostgym.sql.connections import shared_database
+from frostgym.sql.databases import database_path
+from frostgym.sql.statements import mask
+
+QUICK_TASKS = 50
+DEFAULT_REPEATS = 5
+THINK = "<think>I look up the schema and write the query.</think>\n"
+REFERENCE_TIMEOUT_S = 5.0  # for running candidate rewrites while building the predictions (untimed)
+
+Rows = list[tuple[Any, ...]]
+Grader = Callable[["Pair"], bool]
+
+
+# -- SkyRL-style grader ------------------------------------------------------------------------------------------
+# A re-implementation of the behaviour of skyrl-gym's SQL reward (skyrl_gym/envs/sql/utils.py), not its code:
+# - the reply must hold exactly one <solution>...</solution> and a <think>...</think> block, else reward -1
+#   (SkyRL also checks that every </observation> is followed by <think>; these replies have no observations);
+# - each query (predicted, then gold) runs in a new thread joined with a timeout (SkyRL: func_timeout, 30 s),
+#   on a new read-write connection, inside BEGIN TRANSACTION ... rollback; any error gives None;
+# - reward 1.0 when both ran and frozenset(predicted rows) == frozenset(gold rows), else 0.0.
+SKYRL_TIMEOUT_S = 30.0
+_SKYRL_THINK = re.compile(r"<think>(.*?)</think>", re.S)
+_SKYRL_STRAY_TAG = re.compile(r"</?(think|sql|observation)\b", re.I)
+
+
+def skyrl_extract(reply: str) -> str | None:
+    """The SQL in the one ``<solution>`` block, or None when the format check fails."""
+    if reply.count("<solution>") != 1:
+        return None
+    _, tail = reply.split("<solution>", 1)
+    if tail.count("</solution>") != 1:
+        return None
+    solution = tail.split("</solution>", 1)[0]
+    if _SKYRL_STRAY_TAG.search(solution) or not _SKYRL_THINK.findall(reply):
+        return None
+    return solution.strip()
+
+
+def skyrl_execute(db_file: str, sql: str) -> frozenset[tuple[Any, ...]] | None:
+    conn = sqlite3.connect(db_file)  # read-write, a new connection per query
+    try:
+        conn.execute("BEGIN TRANSACTION;")
+        return frozenset(conn.cursor().execute(sql).fetchall())
+    except Exception:
+        return None
+    finally:
+        conn.rollback()
+        conn.close()
+
+
+def skyrl_execute_with_timeout(db_file: str, sql: str, timeout_s: float) -> frozenset[tuple[Any, ...]] | None:
+    box: list[frozenset[tuple[Any, ...]] | None] = []
+    thread = threading.Thread(target=lambda: box.append(skyrl_execute(db_file, sql)), daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    return box[0] if box else None  # nothing in the box: timed out
+
+
+def skyrl_reward(reply: str, gold_sql: str, db_file: str) -> float:
+    sql = skyrl_extract(reply)
+    if sql is None:
+        return -1.0
+    predicted = skyrl_execute_with_timeout(db_file, sql, SKYRL_TIMEOUT_S)
+    gold = skyrl_execute_with_timeout(db_file, gold_sql, SKYRL_TIMEOUT_S)
+    return 1.0 if predicted is not None and gold is not None and predicted == gold else 0.0
+
+
+# -- SQL shape helpers (string rewriting at parenthesis depth 0) ------------------------------------------------
+
+_TOKEN = re.compile(r"[(),]|[A-Za-z_][A-Za-z_0-9]*")
+_COMPOUND = frozenset({"UNION", "INTERSECT", "EXCEPT"})
+_DIRECTION = re.compile(r"\s+(ASC|DESC)\s*$", re.I)
+
+
+@dataclass(frozen=True)
+class Token:
+    text: str  # upper-cased word, or "," at depth 0
+    start: int
+    end: int
+
+
+def top_level_tokens(sql: str) -> list[Token]:
+    """Words and commas outside parentheses, literals and comments."""
+    out: list[Token] = []
+    depth = 0
+    for m in _TOKEN.finditer(mask(sql)):
+        tok = m.group(0)
+        if tok == "(":
+            depth += 1
+        elif tok == ")":
+            depth = max(0, depth - 1)
+        elif depth == 0:
+            out.append(Token(tok.upper(), m.start(), m.end()))
+    return out
+
+
+def split_items(sql: str, tokens: Sequence[Token], start: int, end: int) -> list[tuple[int, int]]:
+    """(start, end) of the comma-separated items of ``sql[start:end]``, split at depth-0 commas."""
+    bounds, a = [], start
+    for t in tokens:
+        if t.text == "," and start <= t.start < end:
+            bounds.append((a, t.start))
+            a = t.end
+    bounds.append((a, end))
+    return bounds
+
+
+def sql_core(sql: str) -> str:
+    """``sql`` without trailing semicolons and whitespace, and with a newline after a ``--`` comment, so that
+    text can be appended to it."""
+    sql = sql.strip()
+    while True:
+        end = len(mask(sql).rstrip())  # a semicolon is never masked: after the last one, only comments
+        if end == 0 or sql[end - 1] != ";":
+            break
+        sql = (sql[: end - 1] + sql[end:]).strip()
+    return f"{sql}\n" if "--" in sql else sql
+
+
+def core(sql: str, start: int, end: int) -> tuple[int, int]:
+    """``(start, end)`` narrowed to leave out the whitespace around ``sql[start:end]``."""
+    text = sql[start:end]
+    return start + len(text) - len(text.lstrip()), end - len(text) + len(text.rstrip())
+
+
+def keyword_index(tokens: Sequence[Token], *words: str) -> int | None:
+    for i in range(len(tokens) - len(words) + 1):
+        if all(tokens[i + k].text == w for k, w in enumerate(words)):
+            return i
+    return None
+
+
+def is_plain_select(tokens: Sequence[Token]) -> bool:
+    """One SELECT with no WITH, set operation, ORDER BY or LIMIT at the top level."""
+    words = {t.text for t in tokens}
+    return bool(tokens) and tokens[0].text == "SELECT" and not words & (_COMPOUND | {"ORDER", "LIMIT", "WITH"})
+
+
+# -- wrong rewrites of the gold query ----------------------------------------------------------------------------
+
+
+def reverse_order(sql: str, gold_rows: Rows) -> str | None:
+    """Flip every key of the top-level ORDER BY (ASC <-> DESC). Not tried on queries with ``--`` comments."""
+    tokens = top_level_tokens(sql)
+    i = keyword_index(tokens, "ORDER", "BY")
+    if i is None or len(gold_rows) < 2 or "--" in sql:
+        return None
+    clause_start = tokens[i + 1].end
+    limit = next((t for t in tokens[i + 2 :] if t.text == "LIMIT"), None)
+    clause_end = limit.start if limit else len(sql)
+    keys = []
+    for a, b in split_items(sql, tokens, clause_start, clause_end):
+        item = sql[a:b].strip()
+        if re.search(r"\bNULLS\b", mask(item), re.I):
+            return None
+        m = _DIRECTION.search(mask(item))
+        if m is None:
+            keys.append(f"{item} DESC")
+        elif m.group(1).upper() == "DESC":
+            keys.append(item[: m.start()])
+        else:
+            keys.append(f"{item[: m.start()]} DESC")
+    tail = f" {sql[clause_end:].strip()}" if limit else ""
+    return f"{sql[:clause_start]} {', '.join(keys)}{tail}"
+
+
+def drop_distinct(sql: str, gold_rows: Rows) -> str | None:
+    """Remove DISTINCT from the first top-level SELECT DISTINCT."""
+    tokens = top_level_tokens(sql)
+    i = keyword_index(tokens, "SELECT", "DISTINCT")
+    if i is None:
+        return None
+    return sql[: tokens[i + 1].start].rstrip() + " " + sql[tokens[i + 1].end :].lstrip()
+
+
+def union_all_duplicate(sql: str, gold_rows: Rows) -> str | None:
+    """The query UNION ALL itself: every row twice. Wrapped in subqueries unless it is a plain SELECT
+    (an ORDER BY, LIMIT, WITH or set operation would make ``q UNION ALL q`` invalid or mean something else)."""
+    if is_plain_select(top_level_tokens(sql)):
+        return f"{sql} UNION ALL {sql}"
+    return f"SELECT * FROM ({sql}) UNION ALL SELECT * FROM ({sql})"
+
+
+def limit_cut(sql: str, gold_rows: Rows) -> str | None:
+    """A LIMIT that keeps all rows but the last (wrapped in a subquery when there is a LIMIT already)."""
+    if len(gold_rows) < 2:
+        return None
+    if keyword_index(top_level_tokens(sql), "LIMIT") is None:
+        return f"{sql} LIMIT {len(gold_rows) - 1}"
+    return f"SELECT * FROM ({sql}) LIMIT {len(gold_rows) - 1}"
+
+
+def swap_columns(sql: str, gold_rows: Rows) -> str | None:
+    """Swap the first two selected columns, in every top-level SELECT (so set operations stay aligned)."""
+    tokens = top_level_tokens(sql)
+    selects = [i for i, t in enumerate(tokens) if t.text == "SELECT"]
+    if not selects:
+        return None
+    stops = {"FROM", "WHERE", "GROUP", "ORDER", "LIMIT", "WINDOW", *_COMPOUND}
+    out = sql
+    for i in reversed(selects):  # from the end, so earlier offsets stay valid
+        j = i + 1
+        if j < len(tokens) and tokens[j].text in ("DISTINCT", "ALL"):
+            j += 1
+        start = tokens[j - 1].end
+        stop = next((t for t in tokens[j:] if t.text in stops), None)
+        end = stop.start if stop else len(sql)
+        items = split_items(sql, tokens, start, end)
+        if len(items) < 2:
+            return None
+        (a0, b0), (a1, b1) = (core(sql, a, b) for a, b in items[:2])
+        out = f"{out[:a0]}{sql[a1:b1]}{out[b0:a1]}{sql[a0:b0]}{out[b1:]}"
+    return out
+
+
+Rewrite = Callable[[str, Rows], str | None]
+PERTURBATIONS: dict[str, tuple[Rewrite, str]] = {
+    "reverse_order": (reverse_order, "flip ASC/DESC of the top-level ORDER BY (gold has one and >1 row)"),
+    "drop_distinct": (drop_distinct, "drop DISTINCT from the top-level SELECT DISTINCT"),
+    "union_all_dup": (union_all_duplicate, "q UNION ALL q (every row twice)"),
+    "limit_cut": (limit_cut, "LIMIT n-1 (drop the last row; gold has n>1 rows)"),
+    "swap_columns": (swap_columns, "swap the first two selected columns (every top-level SELECT)"),
+}
+KINDS = ("gold", *PERTURBATIONS)
+
+
+# -- tasks and predictions ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pair:
+    task_id: str
+    database: str
+    gold_sql: str
+    kind: str
+    sql: str
+    frostgym_reply: str
+    skyrl_reply: str
+    skyrl_db_file: str
+
+
+@dataclass
+class KindStats:
+    tried: int = 0  # the rewrite applied
+    error: int = 0  # it did not run
+    same: int = 0  # it ran and gave the gold's rows (as a list with duplicates)
+    kept: int = 0
+
+
+@dataclass
+class Workload:
+    pairs: list[Pair]
+    tasks: int
+    databases: list[str]
+    stats: dict[str, KindStats] = field(default_factory=dict)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+
+
+class ReferenceDB:
+    """A plain read-only connection on the temp copy, used only to run candidate rewrites (untimed)."""
+
+    def __init__(self, path: Path) -> None:
+        self.conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        self._deadline = 0.0
+        self.conn.set_progress_handler(lambda: int(time.monotonic() > self._deadline), 10_000)
+
+    def rows(self, sql: str) -> Rows | None:
+        self._deadline = time.monotonic() + REFERENCE_TIMEOUT_S
+        try:
+            return [tuple(r) for r in self.conn.execute(sql).fetchall()]
+        except (sqlite3.Error, ValueError, OverflowError):
+            return None
+
+
+def build_workload(n_tasks: int | None, tmp: Path) -> Workload:
+    drafts = load_handwritten()
+    if n_tasks is not None:
+        drafts = drafts[:n_tasks]
+    names = sorted({str(d.metadata["database"]) for d in drafts})
+    copies: dict[str, Path] = {}
+    for name in names:  # SkyRL opens read-write: give it copies, never frostgym's cache files
+        copies[name] = tmp / f"{name}.sqlite"
+        shutil.copyfile(database_path(name), copies[name])
+    refs = {name: ReferenceDB(path) for name, path in copies.items()}
+    work = Workload(pairs=[], tasks=0, databases=names, stats={k: KindStats() for k in KINDS})
+    for d in drafts:
+        name, task_id, gold = str(d.metadata["database"]), str(d.metadata["id"]), d.answer
+        core = sql_core(gold)
+        gold_rows = refs[name].rows(core)
+        checked = shared_database(name).run(gold)
+        if gold_rows is None or not checked.ok:
+            why = "gold fails in sqlite3" if gold_rows is None else f"gold fails in frostgym: {checked.status}"
+            work.skipped.append({"task_id": task_id, "reason": why})
+            continue
+        work.tasks += 1
+        candidates: list[tuple[str, str]] = [("gold", gold)]
+        for kind, (rewrite, _) in PERTURBATIONS.items():
+            sql = rewrite(core, gold_rows)
+            if sql is None:
+                continue
+            stats = work.stats[kind]
+            stats.tried += 1
+            rows = refs[name].rows(sql)
+            if rows is None:
+                stats.error += 1
+            elif rows == gold_rows:
+                stats.same += 1
+            else:
+                stats.kept += 1
+                candidates.append((kind, sql))
+        work.stats["gold"].tried += 1
+        work.stats["gold"].kept += 1
+        for kind, sql in candidates:
+            work.pairs.append(
+                Pair(
+                    task_id=task_id,
+                    database=name,
+                    gold_sql=d.answer,  # the task's own string: frostgym caches its gold result under it
+                    kind=kind,
+                    sql=sql,
+                    frostgym_reply=f"{THINK}<answer>{sql}</answer>",
+                    skyrl_reply=f"{THINK}<solution>{sql}</solution>",
+                    skyrl_db_file=str(copies[name]),
+                )
+            )
+    for ref in refs.values():
+        ref.conn.close()
+    return work
+
+
+# -- graders on pairs --------------------------------------------------------------------------------------------
+
+
+def frostgym_accepts(p: Pair) -> bool:
+    grade = grade_sql(p.frostgym_reply, p.gold_sql, shared_database(p.database))
+    return bool(grade.details["status"] == "match")
+
+
+def frostgym_uncached_accepts(p: Pair) -> bool:
+    sql_execution._gold_cache.clear()
+    return frostgym_accepts(p)
+
+
+def skyrl_accepts(p: Pair) -> bool:
+    return skyrl_reward(p.skyrl_reply, p.gold_sql, p.skyrl_db_file) == 1.0
+
+
+class BareExecutor:
+    """Reference floor, not a grader: run the prediction only, on one persistent read-only connection per
+    database, and fetch all rows. What is left above it is each grader's own cost."""
+
+    def __init__(self) -> None:
+        self._conns: dict[str, sqlite3.Connection] = {}
+
+    def __call__(self, p: Pair) -> bool:
+        conn = self._conns.get(p.skyrl_db_file)
+        if conn is None:
+            conn = self._conns[p.skyrl_db_file] = sqlite3.connect(f"file:{p.skyrl_db_file}?mode=ro", uri=True)
+        conn.execute(p.sql).fetchall()
+        return False
+
+    def close(self) -> None:
+        for conn in self._conns.values():
+            conn.close()
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    short: str  # column header in the per-kind table
+    grader: Grader
+    before_pass: Callable[[], None] | None = None  # run (untimed) before each timed pass
+    reference: bool = False  # not a grader: timed, but left out of the verdicts
+
+
+def clear_gold_cache() -> None:
+    sql_execution._gold_cache.clear()
+
+
+FROSTGYM = "frostgym grade_sql, warm (gold cached)"
+SKYRL = "SkyRL-style (thread + new read-write connection per query)"
+BARE = "reference: sqlite3 execute prediction only"
+
+
+def make_methods(bare: BareExecutor, pairs: Sequence[Pair]) -> tuple[Method, ...]:
+    def fill_gold_cache() -> None:  # the other frostgym passes leave it empty or partly filled
+        for p in pairs:
+            sql_execution.gold_result(shared_database(p.database), p.gold_sql)
+
+    return (
+        Method(FROSTGYM, "frostgym warm", frostgym_accepts, fill_gold_cache),
+        Method(
+            "frostgym grade_sql, cold (cache cleared per pass)", "frostgym cold", frostgym_accepts, clear_gold_cache
+        ),
+        Method("frostgym grade_sql, uncached (cleared per call)", "frostgym uncached", frostgym_uncached_accepts),
+        Method(SKYRL, "SkyRL-style", skyrl_accepts),
+        Method(BARE, "bare execute", bare, reference=True),
+    )
+
+
+@dataclass(frozen=True)
+class Timing:
+    method: str
+    pairs: int
+    best_s: float
+    runs_s: list[float]
+    per_kind_best_s: dict[str, float]
+
+    @property
+    def us_per_query(self) -> float:
+        return self.best_s / self.pairs * 1e6
+
+    @property
+    def queries_per_s(self) -> float:
+        return self.pairs / self.best_s
+
+
+def timed_pass(grader: Grader, pairs: Sequence[Pair]) -> tuple[float, dict[str, float]]:
+    """One pass over all pairs with the garbage collector off (as ``timeit`` does): total and per-kind seconds."""
+    per_kind = dict.fromkeys(KINDS, 0.0)
+    clock = time.perf_counter
+    gc.collect()
+    gc.disable()
+    try:
+        t0 = clock()
+        for p in pairs:
+            t = clock()
+            grader(p)
+            per_kind[p.kind] += clock() - t
+        total = clock() - t0
+    finally:
+        gc.enable()
+    return total, per_kind
+
+
+def bench(methods: Sequence[Method], pairs: Sequence[Pair], repeats: int) -> list[Timing]:
+    """``repeats`` rounds; each round times one pass of every method in turn, so that a burst of load from
+    elsewhere on the machine hits all methods alike. The best pass of each method is kept."""
+    runs: dict[str, list[float]] = {m.name: [] for m in methods}
+    kinds: dict[str, list[dict[str, float]]] = {m.name: [] for m in methods}
+    for _ in range(repeats):
+        for m in methods:
+            if m.before_pass is not None:
+                m.before_pass()
+            total, per_kind = timed_pass(m.grader, pairs)
+            runs[m.name].append(total)
+            kinds[m.name].append(per_kind)
+    return [
+        Timing(
+            m.name, len(pairs), min(runs[m.name]), runs[m.name], {k: min(r[k] for r in kinds[m.name]) for k in KINDS}
+        )
+        for m in methods
+    ]
+
+
+# -- report ------------------------------------------------------------------------------------------------------
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+
+    def line(cells: Sequence[str]) -> str:
+        cols = (c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True))
+        return "  ".join(cols).rstrip()
+
+    rule = "  ".join("-" * w for w in widths)
+    return "\n".join([line(headers), rule, *(line(r) for r in rows)])
+
+
+def predictions_table(work: Workload) -> str:
+    body = []
+    for kind in KINDS:
+        s = work.stats[kind]
+        rule = "the gold query itself" if kind == "gold" else PERTURBATIONS[kind][1]
+        body.append([kind, rule, str(s.tried), str(s.error), str(s.same), str(s.kept)])
+    body.append(["all", "", *(str(sum(getattr(s, f) for s in work.stats.values())) for f in asdict(KindStats()))])
+    headers = ["kind", "rewrite", "applied", "error", "same rows", "kept"]
+    return format_table(headers, body, [False, False, True, True, True, True])
+
+
+def timing_table(timings: Sequence[Timing]) -> str:
+    skyrl = next(t for t in timings if t.method == SKYRL)
+    body = [
+        [
+            t.method,
+            str(t.pairs),
+            f"{t.us_per_query:,.1f}",
+            f"{t.queries_per_s:,.0f}",
+            f"{t.best_s / skyrl.best_s:.2f}x",
+            f"{skyrl.best_s / t.best_s:.1f}x",
+        ]
+        for t in timings
+    ]
+    headers = ["grader", "queries", "us/query", "queries/s", "time vs SkyRL", "speed-up vs SkyRL"]
+    return format_table(headers, body, [False, True, True, True, True, True])
+
+
+def per_kind_table(timings: Sequence[Timing], counts: Counter[str], methods: Sequence[Method]) -> str:
+    short = {m.name: m.short for m in methods}
+    body = [
+        [kind, str(counts[kind]), *(f"{t.per_kind_best_s[kind] / counts[kind] * 1e6:,.1f}" for t in timings)]
+        for kind in KINDS
+        if counts[kind]
+    ]
+    headers = ["kind", "queries", *(f"{short[t.method]} us" for t in timings)]
+    return format_table(headers, body, [False, True, *(True for _ in timings)])
+
+
+def verdict_counts(pairs: Sequence[Pair], verdicts: dict[str, list[bool]]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    fg, sk = verdicts[FROSTGYM], verdicts[SKYRL]
+    for kind in (*KINDS, "all wrong"):
+        idx = [i for i, p in enumerate(pairs) if (p.kind != "gold" if kind == "all wrong" else p.kind == kind)]
+        out[kind] = {
+            "pairs": len(idx),
+            "frostgym_scored_1": sum(fg[i] for i in idx),
+            "frostgym_scored_0": sum(not fg[i] for i in idx),
+            "skyrl_scored_1": sum(sk[i] for i in idx),
+            "skyrl_scored_0": sum(not sk[i] for i in idx),
+            "disagree": sum(fg[i] != sk[i] for i in idx),
+        }
+    return out
+
+
+def verdict_table(counts: dict[str, dict[str, int]]) -> str:
+    body = [
+        [
+            kind,
+            str(c["pairs"]),
+            str(c["frostgym_scored_1"]),
+            str(c["frostgym_scored_0"]),
+            str(c["skyrl_scored_1"]),
+            str(c["skyrl_scored_0"]),
+            str(c["disagree"]),
+        ]
+        for kind, c in counts.items()
+        if c["pairs"]
+    ]
+    headers = ["kind", "pairs", "frostgym 1", "frostgym 0", "SkyRL-style 1", "SkyRL-style 0", "disagree"]
+    return format_table(headers, body, [False, True, True, True, True, True, True])
+
+
+def disagreement_examples(pairs: Sequence[Pair], verdicts: dict[str, list[bool]]) -> dict[str, list[dict[str, Any]]]:
+    out: dict[str, list[dict[str, Any]]] = {}
+    for i, p in enumerate(pairs):
+        if verdicts[FROSTGYM][i] != verdicts[SKYRL][i]:
+            out.setdefault(p.kind, []).append(
+                {
+                    "task_id": p.task_id,
+                    "gold_sql": p.gold_sql,
+                    "sql": p.sql,
+                    "frostgym": int(verdicts[FROSTGYM][i]),
+                    "skyrl_style": int(verdicts[SKYRL][i]),
+                }
+            )
+    return out
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info() -> dict[str, Any]:
+    try:
+        version = importlib.metadata.version("frostgym")
+    except importlib.metadata.PackageNotFoundError:
+        version = frostgym.__version__
+    return {
+        "cpu_model": cpu_model(),
+        "cpu_count": os.cpu_count(),
+        "python": platform.python_version(),
+        "implementation": platform.python_implementation(),
+        "platform": platform.platform(),
+        "sqlite": sqlite3.sqlite_version,
+        "frostgym": version,
+    }
+
+
+def ratio_phrase(ratio: float) -> str:
+    return f"{ratio:.1f}x slower than" if ratio >= 1 else f"{1 / ratio:.1f}x faster than"
+
+
+def summary_lines(timings: Sequence[Timing]) -> list[str]:
+    by_name = {t.method: t for t in timings}
+    skyrl, bare = by_name[SKYRL], by_name[BARE]
+    out = []
+    for t in timings:
+        if t.method.startswith("frostgym"):
+            out.append(
+                f"{t.method}: {t.us_per_query:,.1f} us/query, {ratio_phrase(t.best_s / skyrl.best_s)} SkyRL-style"
+            )
+    for t in (by_name[FROSTGYM], skyrl):
+        out.append(
+            f"{t.method}: {t.us_per_query - bare.us_per_query:,.1f} us/query above running the prediction alone "
+            f"({bare.us_per_query:,.1f} us)"
+        )
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--quick", action="store_true", help=f"only the first {QUICK_TASKS} tasks")
+    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="timed runs per grader, best kept")
+    parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON here")
+    args = parser.parse_args(argv)
+    if args.repeats < 1:
+        parser.error("--repeats must be >= 1")
+
+    started = time.perf_counter()
+    machine = machine_info()
+    print(f"frostgym {machine['frostgym']} SQL grading: grade_sql vs a SkyRL-style grader, one process")
+    print(
+        f"machine: {machine['cpu_model']}, {machine['cpu_count']} cores, {machine['implementation']} "
+        f"{machine['python']}, SQLite {machine['sqlite']}; best of {args.repeats} runs"
+    )
+
+    with tempfile.TemporaryDirectory(prefix="frostgym-sql-bench-") as tmpdir:
+        work = build_workload(QUICK_TASKS if args.quick else None, Path(tmpdir))
+        pairs = work.pairs
+        counts = Counter(p.kind for p in pairs)
+        print(
+            f"{work.tasks} tasks over {len(work.databases)} databases ({', '.join(work.databases)}), "
+            f"{len(pairs)} (task, prediction) pairs"
+            + (f"; skipped {len(work.skipped)} tasks whose gold does not run" if work.skipped else "")
+        )
+        for s in work.skipped:
+            print(f"  skipped {s['task_id']}: {s['reason']}")
+        print("\nPredictions per task (a rewrite is kept when it runs and its rows, as a list, differ from gold's):\n")
+        print(predictions_table(work))
+
+        bare = BareExecutor()
+        methods = make_methods(bare, pairs)
+        verdicts: dict[str, list[bool]] = {}
+        for method in methods:
+            if method.before_pass is not None:
+                method.before_pass()
+            verdicts[method.name] = [method.grader(p) for p in pairs]  # warm-up pass, records verdicts
+        timings = bench(methods, pairs, args.repeats)
+        bare.close()
+        sql_execution._gold_cache.clear()
+
+    for m in methods:  # the gold cache does not change verdicts
+        if m.name.startswith("frostgym") and verdicts[m.name] != verdicts[FROSTGYM]:
+            raise AssertionError(f"{m.name} gave different verdicts than {FROSTGYM}")
+
+    print("\nThroughput over all pairs (time vs SkyRL = time ratio, <1 = faster):\n")
+    print(timing_table(timings))
+    print("\nus/query by prediction kind (best run per kind; the cold pass pays each gold for the 'gold' row):\n")
+    print(per_kind_table(timings, counts, methods))
+    print()
+    for line in summary_lines(timings):
+        print(line)
+
+    vc = verdict_counts(pairs, verdicts)
+    print("\nVerdicts (number of pairs each grader scored 1 = correct / 0 = wrong):\n")
+    print(verdict_table(vc))
+    wrong = vc["all wrong"]
+    print(
+        f"\nwrong rewrites: frostgym scored 0 on {wrong['frostgym_scored_0']}/{wrong['pairs']}; "
+        f"SkyRL-style scored 1 (fooled) on {wrong['skyrl_scored_1']}/{wrong['pairs']}. "
+        f"gold queries: graders disagree on {vc['gold']['disagree']}/{vc['gold']['pairs']}"
+    )
+    examples = disagreement_examples(pairs, verdicts)
+    for kind, exs in examples.items():
+        ex = exs[0]
+        print(f"  e.g. {kind} {ex['task_id']}: frostgym={ex['frostgym']} SkyRL-style={ex['skyrl_style']}: {ex['sql']}")
+    skyrl = next(t for t in timings if t.method == SKYRL)
+    elapsed = time.perf_counter() - started
+    print(f"\ntotal wall time {elapsed:.1f} s")
+
+    if args.json is not None:
+        payload = {
+            "tasks": work.tasks,
+            "databases": work.databases,
+            "skipped_tasks": work.skipped,
+            "pairs": len(pairs),
+            "pairs_per_kind": dict(counts),
+            "repeats": args.repeats,
+            "machine": machine,
+            "predictions": {k: asdict(s) for k, s in work.stats.items()},
+            "timings": [
+                {
+                    **asdict(t),
+                    "us_per_query": t.us_per_query,
+                    "queries_per_s": t.queries_per_s,
+                    "time_vs_skyrl": t.best_s / skyrl.best_s,
+                }
+                for t in timings
+            ],
+            "summary": summary_lines(timings),
+            "verdicts": vc,
+            "disagreements": examples,
+            "wall_time_s": elapsed,
+        }
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        print(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
