@@ -155,3 +155,27 @@ def test_exploration_of_a_runaway_query_comes_back_as_an_error_message() -> None
     assert not terminated and "showing the first 20" in obs[-1]["content"]
     obs, _, _, _, _ = env.step("<sql>DROP TABLE track</sql>")
     assert "Error (not_select)" in obs[-1]["content"]
+
+
+def test_a_tampered_cached_database_is_refused(tmp_path: Path) -> None:
+    """The cache is outside the package; start-up must notice if a file there changed."""
+    import os
+    import subprocess
+    import sys
+
+    name = "cars"
+    expected = read_db_lock()[name]["content_sha256"]
+    path = build_database(DATABASES[name], tmp_path / "sql" / f"{name}-{expected[:16]}.sqlite")
+    with sqlite3.connect(path) as conn:
+        conn.execute("UPDATE car SET mpg = mpg + 1 WHERE id = 1")
+    conn.close()
+    probe = "from frostgym.sql.databases import database_path; database_path('cars')"
+    result = subprocess.run(
+        [sys.executable, "-c", probe],
+        env={**os.environ, "FROSTGYM_CACHE": str(tmp_path)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "FixtureMismatchError" in result.stderr and "content hash" in result.stderr
