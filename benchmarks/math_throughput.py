@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.metadata
 import json
-import os
-import platform
 import re
 import sys
 import time
@@ -33,6 +30,7 @@ from typing import Any
 
 import gymnasium
 import reasoning_gym
+from bench_common import format_table, machine_info, ratio_phrase
 from math_verify import parse, verify
 from reasoning_gym.utils import extract_answer
 
@@ -133,33 +131,6 @@ def timed(fn: Callable[[], object], repeats: int) -> list[float]:
     return runs
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def machine_info() -> dict[str, Any]:
-    versions = {}
-    for dist in ("frostgym", "gymnasium", "reasoning-gym", "math-verify", "sympy"):
-        try:
-            versions[dist] = importlib.metadata.version(dist)
-        except importlib.metadata.PackageNotFoundError:
-            versions[dist] = "?"
-    return {
-        "cpu_model": cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "versions": versions,
-    }
-
-
 # -- frostgym full loop ------------------------------------------------------------------------------------------
 
 
@@ -252,17 +223,6 @@ def bench_scorer(
 # -- report ------------------------------------------------------------------------------------------------------
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        cols = (c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True))
-        return "  ".join(cols).rstrip()
-
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(headers), rule, *(line(r) for r in rows)])
-
-
 def throughput_table(rows: Sequence[Row]) -> str:
     loop = {r.replies: r for r in rows if r.method == "frostgym full loop"}
     grader = {r.replies: r for r in rows if r.method == "frostgym grader"}
@@ -280,10 +240,6 @@ def throughput_table(rows: Sequence[Row]) -> str:
     ]
     headers = ["method", "replies", "us/item", "items/s", "vs loop", "vs grader", "scored correct"]
     return format_table(headers, body, [False, False, True, True, True, True, True])
-
-
-def ratio_phrase(ratio: float) -> str:
-    return f"{ratio:.1f}x slower than" if ratio >= 1 else f"{1 / ratio:.1f}x faster than"
 
 
 def summary_lines(rows: Sequence[Row]) -> list[str]:
@@ -383,7 +339,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--episodes and --repeats must be >= 1")
 
     started = time.perf_counter()
-    machine = machine_info()
+    machine = machine_info(("frostgym", "gymnasium", "reasoning-gym", "math-verify", "sympy"))
     print(f"frostgym {frostgym.__version__} math throughput: {ENV_ID} split={SPLIT}, {n_episodes} episodes")
     print(
         f"machine: {machine['cpu_model']}, {machine['cpu_count']} cores, "

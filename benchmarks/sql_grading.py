@@ -30,10 +30,7 @@ from __future__ import annotations
 
 import argparse
 import gc
-import importlib.metadata
 import json
-import os
-import platform
 import re
 import shutil
 import sqlite3
@@ -47,13 +44,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import frostgym
+from bench_common import format_table, machine_info, ratio_phrase
+
 import frostgym.graders.sql_execution as sql_execution
 from frostgym.envs.sql.tasks import load_handwritten
 from frostgym.graders.sql_execution import grade_sql
 from frostgym.sql.connections import shared_database
 from frostgym.sql.databases import database_path
-from frostgym.sql.statements import mask
+from frostgym.sql.statements import Token, mask, top_level_tokens
 
 QUICK_TASKS = 50
 DEFAULT_REPEATS = 5
@@ -120,31 +118,8 @@ def skyrl_reward(reply: str, gold_sql: str, db_file: str) -> float:
 
 # -- SQL shape helpers (string rewriting at parenthesis depth 0) ------------------------------------------------
 
-_TOKEN = re.compile(r"[(),]|[A-Za-z_][A-Za-z_0-9]*")
 _COMPOUND = frozenset({"UNION", "INTERSECT", "EXCEPT"})
 _DIRECTION = re.compile(r"\s+(ASC|DESC)\s*$", re.I)
-
-
-@dataclass(frozen=True)
-class Token:
-    text: str  # upper-cased word, or "," at depth 0
-    start: int
-    end: int
-
-
-def top_level_tokens(sql: str) -> list[Token]:
-    """Words and commas outside parentheses, literals and comments."""
-    out: list[Token] = []
-    depth = 0
-    for m in _TOKEN.finditer(mask(sql)):
-        tok = m.group(0)
-        if tok == "(":
-            depth += 1
-        elif tok == ")":
-            depth = max(0, depth - 1)
-        elif depth == 0:
-            out.append(Token(tok.upper(), m.start(), m.end()))
-    return out
 
 
 def split_items(sql: str, tokens: Sequence[Token], start: int, end: int) -> list[tuple[int, int]]:
@@ -509,17 +484,6 @@ def bench(methods: Sequence[Method], pairs: Sequence[Pair], repeats: int) -> lis
 # -- report ------------------------------------------------------------------------------------------------------
 
 
-def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-
-    def line(cells: Sequence[str]) -> str:
-        cols = (c.rjust(w) if r else c.ljust(w) for c, w, r in zip(cells, widths, right, strict=True))
-        return "  ".join(cols).rstrip()
-
-    rule = "  ".join("-" * w for w in widths)
-    return "\n".join([line(headers), rule, *(line(r) for r in rows)])
-
-
 def predictions_table(work: Workload) -> str:
     body = []
     for kind in KINDS:
@@ -609,36 +573,6 @@ def disagreement_examples(pairs: Sequence[Pair], verdicts: dict[str, list[bool]]
     return out
 
 
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
-
-
-def machine_info() -> dict[str, Any]:
-    try:
-        version = importlib.metadata.version("frostgym")
-    except importlib.metadata.PackageNotFoundError:
-        version = frostgym.__version__
-    return {
-        "cpu_model": cpu_model(),
-        "cpu_count": os.cpu_count(),
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "sqlite": sqlite3.sqlite_version,
-        "frostgym": version,
-    }
-
-
-def ratio_phrase(ratio: float) -> str:
-    return f"{ratio:.1f}x slower than" if ratio >= 1 else f"{1 / ratio:.1f}x faster than"
-
-
 def summary_lines(timings: Sequence[Timing]) -> list[str]:
     by_name = {t.method: t for t in timings}
     skyrl, bare = by_name[SKYRL], by_name[BARE]
@@ -666,8 +600,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error("--repeats must be >= 1")
 
     started = time.perf_counter()
-    machine = machine_info()
-    print(f"frostgym {machine['frostgym']} SQL grading: grade_sql vs a SkyRL-style grader, one process")
+    machine = machine_info(("frostgym",))
+    print(f"frostgym {machine['versions']['frostgym']} SQL grading: grade_sql vs a SkyRL-style grader, one process")
     print(
         f"machine: {machine['cpu_model']}, {machine['cpu_count']} cores, {machine['implementation']} "
         f"{machine['python']}, SQLite {machine['sqlite']}; best of {args.repeats} runs"

@@ -1,9 +1,10 @@
 """``FrozenEnv``: the contract every frostgym family implements.
 
 The base class owns everything that must behave the same in every family: seeding
-from ``self.np_random`` only, task choice, episode ids, the observation as chat
-messages, action coercion, turn limits, and the ``info`` keys. A family supplies its
-task source, the first messages, how one reply is answered, and the oracle.
+from ``self.np_random`` only, task choice, episode ids, the fixture check, the
+observation as chat messages, action coercion, turn limits, and the ``info`` keys. A
+family passes its task source and supplies the first messages, how one reply is
+answered, and the oracle.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any, ClassVar, SupportsFloat
 import gymnasium
 
 from frostgym.core.errors import EpisodeNotActiveError, InvalidActionError, UnknownTaskError
+from frostgym.core.fixture_lock import verified_fixture_sha256
 from frostgym.core.grade import Grade
 from frostgym.core.messages import Action, Message, Observation, clean_text, copy_messages, message
 from frostgym.core.seeding import derive_seed, draw_seed
@@ -46,6 +48,7 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
 
     def __init__(
         self,
+        source: ProceduralSource,
         *,
         split: Split = "dev",
         max_turns: int = 1,
@@ -55,6 +58,7 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
             raise ValueError(f"render_mode must be one of {self.metadata['render_modes']}, got {render_mode!r}")
         if max_turns < 1:
             raise ValueError(f"max_turns must be >= 1, got {max_turns}")
+        self.source = source
         self.split: Split = check_split(split)
         self.max_turns = max_turns
         self.render_mode = render_mode
@@ -66,17 +70,13 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
         self._turn = 0
         self._done = True
 
-    # -- what a family provides ------------------------------------------------------
     @property
-    @abstractmethod
-    def source(self) -> ProceduralSource:
-        """Where tasks come from."""
-
-    @property
-    @abstractmethod
     def fixture_sha256(self) -> str:
-        """Content hash of the task data this env serves (verified against its lock)."""
+        """Content hash of the task data this env serves, checked against the family's
+        lock file once per process (``FixtureMismatchError`` on drift)."""
+        return verified_fixture_sha256(self.family, self.source)
 
+    # -- what a family provides ------------------------------------------------------
     @abstractmethod
     def first_messages(self, task: Task) -> list[Message]:
         """The conversation the agent sees at reset."""

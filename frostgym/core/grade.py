@@ -36,6 +36,30 @@ class Grade:
         if missing:
             raise ValueError(f"weights name components that are not there: {sorted(missing)}")
 
+    @classmethod
+    def weighted(
+        cls,
+        *,
+        components: Mapping[str, float],
+        weights: Mapping[str, float],
+        required: tuple[str, ...],
+        grader: str,
+        grader_version: str,
+        label: str | None,
+        details: Mapping[str, Any],
+    ) -> Grade:
+        """A grade whose score is ``weighted_score`` of its components: how graders build one."""
+        return cls(
+            score=weighted_score(components, weights, required),
+            components=dict(components),
+            weights=dict(weights),
+            required=required,
+            grader=grader,
+            grader_version=grader_version,
+            label=label,
+            details=dict(details),
+        )
+
     @property
     def passed(self) -> bool:
         return self.score >= 1.0

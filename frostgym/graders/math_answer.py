@@ -19,7 +19,7 @@ from fractions import Fraction
 from types import MappingProxyType
 from typing import Any
 
-from frostgym.core.grade import Grade, weighted_score
+from frostgym.core.grade import Grade
 from frostgym.graders.extraction import extract_answers, strip_tags
 from frostgym.graders.language import language_score
 from frostgym.graders.numbers import ParsedNumber, parse_number, strip_decoration
@@ -103,10 +103,9 @@ def _grade(
         "where": where,
         "gold": gold,
     }
-    return Grade(
-        score=weighted_score(components, config.weights, config.required),
+    return Grade.weighted(
         components=components,
-        weights=dict(config.weights),
+        weights=config.weights,
         required=config.required,
         grader=GRADER_NAME,
         grader_version=GRADER_VERSION,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any, Literal
 
-from frostgym.core.grade import Grade, weighted_score
+from frostgym.core.grade import Grade
 from frostgym.graders.extraction import outside_reasoning, tagged_blocks
 from frostgym.sql.executor import QueryResult, SafeDatabase
 from frostgym.sql.statements import orders_rows
@@ -120,10 +120,9 @@ def grade_sql(reply: str, gold_sql: str, db: SafeDatabase, config: SQLGraderConf
 
 def _grade(status: SQLStatus, format_score: float, details: dict[str, Any], config: SQLGraderConfig) -> Grade:
     components = {"correctness": 1.0 if status == "match" else 0.0, "format": format_score}
-    return Grade(
-        score=weighted_score(components, config.weights, config.required),
+    return Grade.weighted(
         components=components,
-        weights=dict(config.weights),
+        weights=config.weights,
         required=config.required,
         grader=GRADER_NAME,
         grader_version=GRADER_VERSION,

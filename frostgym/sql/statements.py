@@ -4,7 +4,9 @@ orders its rows (which decides whether the grader compares lists or multisets)."
 
 from __future__ import annotations
 
+import itertools
 import re
+from dataclasses import dataclass
 
 _WORD = re.compile(r"[A-Za-z_][A-Za-z_0-9]*")
 
@@ -50,20 +52,32 @@ def leading_keyword(sql: str) -> str:
     return m.group(0).upper() if m else ""
 
 
-def orders_rows(sql: str) -> bool:
-    """True when the outermost query has ORDER BY (at parenthesis depth 0)."""
-    masked = mask(sql)
+@dataclass(frozen=True)
+class Token:
+    text: str  # an upper-cased word, or ","
+    start: int
+    end: int
+
+
+_TOKEN = re.compile(r"[(),]|[A-Za-z_][A-Za-z_0-9]*")
+
+
+def top_level_tokens(sql: str) -> list[Token]:
+    """Words and commas of the outermost query: outside parentheses, literals and comments."""
+    out: list[Token] = []
     depth = 0
-    previous = ""
-    for m in re.finditer(r"[()]|[A-Za-z_][A-Za-z_0-9]*", masked):
+    for m in _TOKEN.finditer(mask(sql)):
         token = m.group(0)
         if token == "(":
             depth += 1
         elif token == ")":
             depth = max(0, depth - 1)
         elif depth == 0:
-            upper = token.upper()
-            if previous == "ORDER" and upper == "BY":
-                return True
-            previous = upper
-    return False
+            out.append(Token(token.upper(), m.start(), m.end()))
+    return out
+
+
+def orders_rows(sql: str) -> bool:
+    """True when the outermost query has ORDER BY (at parenthesis depth 0)."""
+    words = [t.text for t in top_level_tokens(sql)]
+    return any(a == "ORDER" and b == "BY" for a, b in itertools.pairwise(words))

@@ -6,7 +6,6 @@ from collections.abc import Callable
 from functools import cache
 
 from frostgym.core.env import FrozenEnv, Reply
-from frostgym.core.fixture_lock import verified_fixture_sha256
 from frostgym.core.messages import Message, message
 from frostgym.core.splits import Split
 from frostgym.core.tasks import ProceduralSource, Task
@@ -56,18 +55,9 @@ class MathEnv(FrozenEnv):
         grader_config: MathGraderConfig = DEFAULT_CONFIG,
         system_prompt: str = SYSTEM_PROMPT,
     ) -> None:
-        super().__init__(split=split, max_turns=max_turns, render_mode=render_mode)
-        self._source = math_source(source)
+        super().__init__(math_source(source), split=split, max_turns=max_turns, render_mode=render_mode)
         self.grader_config = grader_config
         self.system_prompt = system_prompt
-
-    @property
-    def source(self) -> ProceduralSource:
-        return self._source
-
-    @property
-    def fixture_sha256(self) -> str:
-        return verified_fixture_sha256(self.family, self._source)
 
     def first_messages(self, task: Task) -> list[Message]:
         return [message("system", self.system_prompt), message("user", task.prompt)]

@@ -18,10 +18,9 @@ from typing import Any
 
 from frostgym.core.env import FrozenEnv, Reply
 from frostgym.core.errors import InvalidActionError
-from frostgym.core.fixture_lock import verified_fixture_sha256
 from frostgym.core.messages import Action, Message, message
 from frostgym.core.splits import Split
-from frostgym.core.tasks import ProceduralSource, Task
+from frostgym.core.tasks import Task
 from frostgym.envs.sql.tasks import sql_source
 from frostgym.graders.extraction import outside_reasoning, tagged_blocks
 from frostgym.graders.sql_execution import DEFAULT_CONFIG, SQLGraderConfig, grade_sql
@@ -70,20 +69,11 @@ class SQLEnv(FrozenEnv):
         max_result_rows: int = 20,
         max_result_chars: int = 2_000,
     ) -> None:
-        super().__init__(split=split, max_turns=max_turns, render_mode=render_mode)
-        self._source = sql_source()
+        super().__init__(sql_source(), split=split, max_turns=max_turns, render_mode=render_mode)
         self.grader_config = grader_config
         self.max_result_rows = max_result_rows
         self.max_result_chars = max_result_chars
         self.tools = TOOLS
-
-    @property
-    def source(self) -> ProceduralSource:
-        return self._source
-
-    @property
-    def fixture_sha256(self) -> str:
-        return verified_fixture_sha256(self.family, self._source)
 
     def first_messages(self, task: Task) -> list[Message]:
         database = task.metadata["database"]
