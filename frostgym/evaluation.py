@@ -12,7 +12,7 @@ import platform
 import time
 import traceback
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -44,6 +44,10 @@ class EpisodePlan:
 def plan_episodes(env_ids: Sequence[str], episodes: int, seed: int) -> list[EpisodePlan]:
     """Every episode the run will play, each with its own hashed seed."""
     return [EpisodePlan(env_id, i, ("episode", seed, env_id, i)) for env_id in env_ids for i in range(episodes)]
+
+
+class AgentFailure(RuntimeError):
+    """The agent reported that it could not act for one episode."""
 
 
 def _failed(record: EpisodeRecord, error: BaseException) -> None:
@@ -81,6 +85,7 @@ def run_batch(env_id: str, plans: Sequence[EpisodePlan], agent: Agent, envs: lis
                 turn=envs[i].turn,
                 seed=derive_seed("agent", plans[i].seed, envs[i].turn),
                 oracle=envs[i].oracle_action,
+                tools=getattr(envs[i], "tools", None),
             )
             for i in active
         ]
@@ -97,6 +102,9 @@ def run_batch(env_id: str, plans: Sequence[EpisodePlan], agent: Agent, envs: lis
         still_active = []
         for i, request, reply in zip(active, requests, replies, strict=True):
             record = records[i]
+            if reply.error is not None:
+                _failed(record, AgentFailure(reply.error))
+                continue
             step_started = time.perf_counter()
             try:
                 obs, reward, terminated, truncated, info = envs[i].step(reply.action)
@@ -135,6 +143,7 @@ def evaluate(
     seed: int = 0,
     split: Split = "dev",
     batch_size: int = 64,
+    env_kwargs: Mapping[str, Any] | None = None,
 ) -> list[EpisodeRecord]:
     if episodes < 1:
         raise ValueError("episodes must be >= 1")
@@ -143,7 +152,8 @@ def evaluate(
     for env_id in env_ids:
         mine = [p for p in plans if p.env_id == env_id]
         envs = [
-            cast(FrozenEnv, gymnasium.make(env_id, split=split).unwrapped) for _ in range(min(batch_size, len(mine)))
+            cast(FrozenEnv, gymnasium.make(env_id, split=split, **(env_kwargs or {})).unwrapped)
+            for _ in range(min(batch_size, len(mine)))
         ]
         for start in range(0, len(mine), batch_size):
             chunk = mine[start : start + batch_size]

@@ -21,6 +21,7 @@ class AgentRequest:
     ``seed`` is the sampling seed for this call, derived by the runner from the
     episode seed and the turn, so sampled policies are reproducible per call.
     ``oracle`` gives privileged access to the gold action; only scripted agents use it.
+    ``tools`` are the env's tool schemas, for chat templates that render them.
     """
 
     observation: Observation
@@ -28,15 +29,21 @@ class AgentRequest:
     turn: int
     seed: int
     oracle: Callable[[], Action] | None = None
+    tools: list[dict[str, Any]] | None = None  # OpenAI-format function schemas the env offers
 
 
 @dataclass(frozen=True)
 class AgentReply:
+    """One action, or ``error`` when the policy could not produce one for this request
+    (a server that kept failing, a replay with no recorded action). An errored reply
+    errors its episode only; the env is not stepped with it."""
+
     action: Action
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
 
     def trace(self) -> dict[str, Any]:
         """Everything but the action, for the episode record."""

@@ -1,0 +1,216 @@
+"""``HFAgent``: any transformers causal LM from a local path, batched, CUDA or CPU.
+
+- Prompts are the observation run through the model's chat template (with ``tools=``
+  when the request carries tools), left-padded, and batched in order of length.
+- Sampling is seeded per request: a logits processor draws each row's token with that
+  row's own ``torch.Generator`` and hands ``generate`` a one-hot distribution, so the
+  same request gives the same text whatever batch it lands in, and the global torch
+  RNG is never touched. ``temperature == 0`` is plain greedy decoding.
+- Stop strings end generation and are cut from the text, as in the OpenAI API.
+- Logprobs, when asked for, are of each chosen token under the model's raw (temperature
+  1) distribution: what KL and entropy diagnostics need.
+- Nothing is ever downloaded: offline mode is forced and every load is ``local_files_only``.
+"""
+
+from __future__ import annotations
+
+import os
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers / huggingface_hub read it
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, LogitsProcessor, LogitsProcessorList
+
+from frostgym.agents.base import AgentReply, AgentRequest
+from frostgym.agents.sampling import SamplingParams
+from frostgym.core.errors import FrostgymError
+from frostgym.core.seeding import derive_seed
+
+
+class ModelNotFoundError(FrostgymError, FileNotFoundError):
+    """The model path does not exist locally; frostgym never downloads models."""
+
+
+def default_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+class SeededSampler(LogitsProcessor):
+    """Temperature and top-p sampling with one generator per row (see module docstring)."""
+
+    def __init__(self, temperature: float, top_p: float, seeds: Sequence[int], device: torch.device) -> None:
+        self.temperature = temperature
+        self.top_p = top_p
+        self.generators = [torch.Generator(device=device).manual_seed(s) for s in seeds]
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        probs = torch.softmax(scores.float() / self.temperature, dim=-1)
+        if self.top_p < 1.0:
+            sorted_probs, order = torch.sort(probs, descending=True, dim=-1)
+            keep = torch.cumsum(sorted_probs, dim=-1) - sorted_probs < self.top_p  # always keeps the top token
+            sorted_probs = sorted_probs * keep
+            probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
+        chosen = torch.stack(
+            [torch.multinomial(probs[i], 1, generator=g) for i, g in enumerate(self.generators)]
+        ).squeeze(-1)
+        one_hot = torch.full_like(scores, float("-inf"))
+        one_hot[torch.arange(scores.shape[0]), chosen] = 0.0
+        return one_hot  # type: ignore[return-value]
+
+
+class HFAgent:
+    name = "hf"
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        sampling: SamplingParams | None = None,
+        batch_size: int = 16,
+        model_id: str = "",
+    ) -> None:
+        self.model = model.eval()
+        self.tokenizer = tokenizer
+        self.tokenizer.padding_side = "left"
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self.sampling = sampling or SamplingParams()
+        self.batch_size = batch_size
+        self.model_id = model_id
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        path: str | Path,
+        *,
+        device: str | None = None,
+        dtype: torch.dtype | None = None,
+        sampling: SamplingParams | None = None,
+        batch_size: int = 16,
+    ) -> HFAgent:
+        """Load a model directory. bf16 on CUDA, float32 on CPU unless ``dtype`` says otherwise."""
+        path = Path(path)
+        if not path.is_dir():
+            raise ModelNotFoundError(f"no model directory at {path}: frostgym loads models from local paths only")
+        device = device or default_device()
+        dtype = dtype or (torch.bfloat16 if device.startswith("cuda") else torch.float32)
+        tokenizer: Any = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        model: Any = AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=dtype)
+        model = model.to(device)
+        return cls(model, tokenizer, sampling=sampling, batch_size=batch_size, model_id=str(path))
+
+    @property
+    def device(self) -> torch.device:
+        return torch.device(next(self.model.parameters()).device)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "spec": f"hf:{self.model_id}",
+            "model": self.model_id,
+            "device": str(self.device),
+            "dtype": str(next(self.model.parameters()).dtype),
+            "batch_size": self.batch_size,
+            "sampling": self.sampling.to_dict(),
+        }
+
+    def prompt(self, request: AgentRequest) -> str:
+        kwargs: dict[str, Any] = {"add_generation_prompt": True, "tokenize": False}
+        if request.tools:
+            kwargs["tools"] = request.tools
+        text = self.tokenizer.apply_chat_template(request.observation, **kwargs)
+        return str(text)
+
+    def act(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
+        prompts = [self.prompt(r) for r in requests]
+        lengths = [len(self.tokenizer(p, add_special_tokens=False).input_ids) for p in prompts]
+        order = sorted(range(len(requests)), key=lambda i: (-lengths[i], i))
+        replies: list[AgentReply | None] = [None] * len(requests)
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            for i, reply in zip(
+                chunk, self._generate([prompts[i] for i in chunk], [requests[i] for i in chunk]), strict=True
+            ):
+                replies[i] = reply
+        return [r for r in replies if r is not None]
+
+    @torch.inference_mode()
+    def _generate(self, prompts: list[str], requests: list[AgentRequest]) -> list[AgentReply]:
+        params = self.sampling
+        started = time.perf_counter()
+        encoded = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
+        processors = LogitsProcessorList()
+        if params.temperature > 0:
+            seeds = [derive_seed("hf-sampling", params.seed, r.seed) for r in requests]
+            processors.append(SeededSampler(params.temperature, params.top_p, seeds, self.device))
+        output = self.model.generate(
+            **encoded,
+            max_new_tokens=params.max_new_tokens,
+            do_sample=False,
+            logits_processor=processors,
+            stop_strings=list(params.stop) or None,
+            tokenizer=self.tokenizer,
+            pad_token_id=self.tokenizer.pad_token_id,
+            return_dict_in_generate=True,
+            output_logits=params.logprobs,
+            top_p=None,
+            top_k=None,
+            temperature=None,
+        )
+        elapsed = time.perf_counter() - started
+        prompt_width = encoded["input_ids"].shape[1]
+        new_tokens = output.sequences[:, prompt_width:]
+        step_logprobs = (
+            torch.log_softmax(torch.stack(output.logits, dim=1).float(), dim=-1) if params.logprobs else None
+        )
+        eos_ids = set(_as_list(self.model.generation_config.eos_token_id)) | {self.tokenizer.eos_token_id}
+        replies = []
+        for row in range(new_tokens.shape[0]):
+            tokens = new_tokens[row].tolist()
+            count, ended = _completion_length(tokens, eos_ids, self.tokenizer.pad_token_id)
+            text = self.tokenizer.decode(tokens[:count], skip_special_tokens=True)
+            text, hit_stop = _cut_at_stop(text, params.stop)
+            finish = "stop" if ended or hit_stop else "length"
+            extra: dict[str, Any] = {"latency_s": elapsed, "batch_size": len(prompts), "sampling": params.to_dict()}
+            if step_logprobs is not None:
+                extra["logprobs"] = [float(step_logprobs[row, t, tok]) for t, tok in enumerate(tokens[:count])]
+            replies.append(
+                AgentReply(
+                    action=text,
+                    prompt_tokens=int(encoded["attention_mask"][row].sum()),
+                    completion_tokens=count,
+                    finish_reason=finish,
+                    extra=extra,
+                )
+            )
+        return replies
+
+
+def _as_list(value: int | list[int] | None) -> list[int]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, int) else list(value)
+
+
+def _completion_length(tokens: list[int], eos_ids: set[int], pad_id: int) -> tuple[int, bool]:
+    """Tokens the model really produced (through its end-of-sequence token) and whether it ended."""
+    for i, token in enumerate(tokens):
+        if token in eos_ids:
+            return i + 1, True
+    length = len(tokens)
+    while length and tokens[length - 1] == pad_id and pad_id not in eos_ids:
+        length -= 1
+    return length, False
+
+
+def _cut_at_stop(text: str, stop: tuple[str, ...]) -> tuple[str, bool]:
+    cuts = [text.find(s) for s in stop if s and s in text]
+    if not cuts:
+        return text, False
+    return text[: min(cuts)], True

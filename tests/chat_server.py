@@ -1,0 +1,87 @@
+"""A small OpenAI-compatible chat-completions server on loopback, for agent tests.
+
+The model name picks the behaviour: ``echo`` answers with the last user message,
+``flaky`` fails its first two calls per message with 503 (then answers), ``limited``
+answers 429 with Retry-After once, ``broken`` answers 400, ``garbage`` answers non-JSON,
+``tools`` answers with a tool call. Every request body is kept for assertions.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class ChatServer:
+    def __init__(self) -> None:
+        self.bodies: list[dict[str, Any]] = []
+        self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                status, payload, headers = server.answer(self.path, body)
+                data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+                self.send_response(status)
+                for k, v in headers.items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def __enter__(self) -> ChatServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    def answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
+        if path != "/v1/chat/completions":
+            return 404, {"error": "not found"}, {}
+        last = body["messages"][-1]["content"]
+        with self._lock:
+            self.bodies.append(body)
+            key = f"{body['model']}:{last}"
+            self.calls[key] += 1
+            n = self.calls[key]
+        model = body["model"]
+        if model == "flaky" and n <= 2:
+            return 503, {"error": "overloaded"}, {}
+        if model == "limited" and n == 1:
+            return 429, {"error": "slow down"}, {"Retry-After": "0.05"}
+        if model == "broken":
+            return 400, {"error": {"message": "bad request"}}, {}
+        if model == "garbage":
+            return 200, "<html>not json</html>", {}
+        message: dict[str, Any] = {"role": "assistant", "content": f"you said: {last}"}
+        if model == "tools":
+            message = {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "run_sql", "arguments": json.dumps({"query": "SELECT 1"})},
+                    }
+                ],
+            }
+        usage = {"prompt_tokens": len(str(body["messages"])), "completion_tokens": 7}
+        return 200, {"choices": [{"message": message, "finish_reason": "stop"}], "usage": usage}, {}
