@@ -11,10 +11,10 @@ on the observations of ``frostgym/Math-v0`` for seeds ``0..N-1``:
    (tokens through EOS) that it reports; a row that ends early still occupies its batch slot until the batch
    ends, which the figure charges to ``HFAgent``.
 
-Every method is warmed up once, then timed ``--repeats`` times (interleaved, best kept) with
-``time.perf_counter``. Throughput = generated tokens / wall time (prompt encoding, prefill and decoding all
-included). The greedy texts of each ``HFAgent`` run are compared with the loop's texts, cut to the same number of
-tokens where ``HFAgent`` stopped at EOS.
+Every method is warmed up once, then timed ``--repeats`` times (default 1: the per-prompt loop alone takes ~105 s
+on 2 vCPUs; runs interleaved, best kept) with ``time.perf_counter``. Throughput = generated tokens / wall time
+(prompt encoding, prefill and decoding all included). The greedy texts of each ``HFAgent`` run are compared with the
+loop's texts, cut to the same number of tokens where ``HFAgent`` stopped at EOS.
 
 GPU part (only when ``torch.cuda.is_available()``; a separate section at the end of this file, which the CPU part
 never calls): randomly initialised bf16 models of Qwen2.5-0.5B and Qwen2.5-1.5B shape, with the SmolLM2 tokenizer,
@@ -54,7 +54,7 @@ QUICK_PROMPTS = 8
 DEFAULT_BATCH_SIZES = (1, 8, 16, 32)
 QUICK_BATCH_SIZES = (1, 8)
 DEFAULT_MAX_NEW_TOKENS = 64
-DEFAULT_REPEATS = 2
+DEFAULT_REPEATS = 1  # one default CPU run takes ~4.5 min on 2 vCPUs; --repeats 2 doubles that
 WARMUP_TOKENS = 8
 LOOP = "per-prompt loop (model.generate)"
 

@@ -136,3 +136,13 @@ def test_smollm2_plays_a_math_episode(smollm2_dir: Path) -> None:
     reply = smol.act([AgentRequest(obs, info["episode_id"], 0, 0)])[0]
     _, reward, terminated, _, info = env.step(reply.action)
     assert terminated and 0.0 <= float(reward) <= 1.0 and "grade" in info
+
+
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="no CUDA device on this machine; the GPU path runs where one is"
+)
+def test_cuda_bf16_batched_generation_is_deterministic(smollm2_dir: Path) -> None:
+    gpu = HFAgent.from_pretrained(smollm2_dir, sampling=SamplingParams(max_new_tokens=16, temperature=0.7, seed=3))
+    assert gpu.device.type == "cuda" and gpu.describe()["dtype"] == "torch.bfloat16"
+    first = [r.action for r in gpu.act(requests())]
+    assert first == [r.action for r in gpu.act(requests())]
