@@ -81,6 +81,7 @@ def ensure_converted() -> Path:
             gap = (quantized(ids).logits - reloaded(ids).logits).abs().max().item()
         if gap > 1e-5:
             raise FrostgymError(f"converted {MODEL_NAME} differs from the GGUF model (max logit gap {gap})")
+        staging.chmod(0o755)  # mkdtemp makes it private; the cache may be shared
         try:
             staging.rename(target)
         except OSError:  # another process finished first: theirs is as good
