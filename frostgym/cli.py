@@ -81,6 +81,10 @@ def eval_cmd(
     from frostgym.evaluation import evaluate, write_result
 
     env_ids = [e.strip() for e in env.split(",") if e.strip()]
+    if agent == "smollm2" or agent.startswith("hf:"):
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # the CLI prints its own summary
     try:
         for env_id in env_ids:
             entry(env_id)
