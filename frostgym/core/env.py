@@ -38,7 +38,6 @@ class Reply:
     grade: Grade | None
     done: bool
     feedback: Message | None = None
-    reward: float = 0.0
 
 
 class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
@@ -131,7 +130,7 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
             info["action_sanitized"] = True
         if reply.grade is not None:
             info["grade" if self._done else "turn_grade"] = reply.grade.to_dict()
-        reward = reply.grade.score if (self._done and reply.grade is not None) else reply.reward
+        reward = reply.grade.score if (self._done and reply.grade is not None) else 0.0
         return copy_messages(self._messages), float(reward), self._done, False, info
 
     def render(self) -> str | None:
