@@ -58,14 +58,23 @@ def list_envs(as_json: Annotated[bool, typer.Option("--json", help="Print JSON i
 @app.command("eval")
 def eval_cmd(
     env: Annotated[str, typer.Option(help="Env id, or several separated by commas.")],
-    out: Annotated[Path, typer.Option(help="Directory for result.json.")],
+    out: Annotated[Path, typer.Option(help="Card directory to create (or to finish, with --resume).")],
     agent: Annotated[
-        str, typer.Option(help="oracle | random | smollm2 | hf:PATH | openai:BASE_URL#MODEL | replay:PATH")
+        str, typer.Option(help="oracle | random | smollm2 | hf:PATH | openai:BASE_URL#MODEL | replay:DIR")
     ] = "oracle",
-    episodes: Annotated[int, typer.Option(min=1, help="Episodes per env.")] = 20,
-    seed: Annotated[int, typer.Option(min=0, help="Run seed; every episode seed derives from it.")] = 0,
+    episodes: Annotated[int | None, typer.Option(min=1, help="Tasks per env (default 20 unless --all).")] = None,
+    all_tasks: Annotated[bool, typer.Option("--all", help="Every task of the split (finite splits only).")] = False,
+    samples: Annotated[int, typer.Option(min=1, help="Episodes per task, each with its own seed (for pass@k).")] = 1,
+    seed: Annotated[int, typer.Option(min=0, help="Run seed; every task choice and episode seed derives from it.")] = 0,
     split: Annotated[str, typer.Option(help="train | dev | test | private")] = "dev",
-    batch_size: Annotated[int, typer.Option(min=1, help="Episodes per batched agent call.")] = 64,
+    resume: Annotated[bool, typer.Option(help="Finish the card in --out after a crash or Ctrl-C.")] = False,
+    workers: Annotated[int, typer.Option(min=1, help="Threads stepping envs in parallel.")] = 1,
+    batch_size: Annotated[int, typer.Option(min=1, help="Episodes in flight per batched agent call.")] = 64,
+    retries: Annotated[int, typer.Option(min=0, help="Extra attempts for agent and infra errors.")] = 1,
+    max_drops: Annotated[
+        int | None, typer.Option(min=0, help="Cancel the rest of the plan once more episodes than this drop.")
+    ] = None,
+    k: Annotated[str, typer.Option(help="Extra k values for pass@k/pass^k/maj@k, comma-separated.")] = "",
     temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature; 0 is greedy.")] = 0.0,
     top_p: Annotated[float, typer.Option(min=0.0, max=1.0, help="Nucleus sampling mass.")] = 1.0,
     max_new_tokens: Annotated[int, typer.Option(min=1, help="Most tokens a model may generate per turn.")] = 512,
@@ -74,53 +83,149 @@ def eval_cmd(
         int | None, typer.Option(min=1, help="Override every env's turn limit (default: each env's own).")
     ] = None,
 ) -> None:
-    """Run an agent on envs and write DIR/result.json."""
+    """Run an agent on envs and write a rollout card: DIR/card.json, episodes.jsonl, drops.jsonl."""
     from frostgym.agents.sampling import SamplingParams
     from frostgym.agents.spec import make_agent
+    from frostgym.cards.run import card_config, run_to_card
     from frostgym.envs.registry import entry
-    from frostgym.evaluation import evaluate, write_result
+    from frostgym.runner import RunOptions
 
     env_ids = [e.strip() for e in env.split(",") if e.strip()]
+    if all_tasks and episodes is not None:
+        raise typer.BadParameter("pass --episodes N or --all, not both")
     if agent == "smollm2" or agent.startswith("hf:"):
         from transformers.utils import logging as hf_logging
 
-        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # the CLI prints its own summary
+        hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # the CLI prints its own progress
     try:
         for env_id in env_ids:
             entry(env_id)
-        split_name = check_split(split)
+        ks = [int(x) for x in k.split(",") if x.strip()]
+        options = RunOptions(
+            split=check_split(split),
+            env_kwargs={} if max_turns is None else {"max_turns": max_turns},
+            batch_size=batch_size,
+            workers=workers,
+            retries=retries,
+            max_drops=max_drops,
+        )
         sampling = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed)
+        config = card_config(
+            env_ids=env_ids,
+            agent_spec=agent,
+            sampling=sampling.to_dict(),
+            episodes=None if all_tasks else (episodes or 20),
+            samples=samples,
+            seed=seed,
+            options=options,
+            ks=ks,
+        )
         policy = make_agent(agent, seed=seed, sampling=sampling, batch_size=model_batch_size)
     except (ValueError, KeyError, gymnasium.error.Error) as error:
         raise typer.BadParameter(str(error)) from error
-    env_kwargs = {} if max_turns is None else {"max_turns": max_turns}
-    records = evaluate(
-        env_ids, policy, episodes=episodes, seed=seed, split=split_name, batch_size=batch_size, env_kwargs=env_kwargs
-    )
-    config = {
-        "sampling": sampling.to_dict(),
-        "env_ids": env_ids,
-        "agent": agent,
-        "episodes": episodes,
-        "seed": seed,
-        "split": split_name,
-        "batch_size": batch_size,
-        "env_kwargs": env_kwargs,
-    }
-    path = write_result(out, config, policy, records)
-    table = Table("env", "episodes", "errored", "mean reward", "labels")
-    from frostgym.evaluation import summarize
+    _run_with_progress(lambda **hooks: run_to_card(out, policy, config, options, resume=resume, **hooks), out)
 
-    for env_id, s in summarize(records).items():
-        table.add_row(
-            env_id,
-            str(s["episodes"]),
-            str(s["errored"]),
-            f"{s['mean_reward']:.3f}",
-            ", ".join(f"{k}={v}" for k, v in s["labels"].items()),
-        )
+
+def _run_with_progress(run: Any, out: Path) -> None:
+    """Run with a progress bar, then print the summary; Ctrl-C leaves a resumable card."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+    from frostgym.cards.card import CardMismatchError, load_card
+    from frostgym.cards.summary import print_summary
+
+    progress = Progress(
+        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console
+    )
+    bar = progress.add_task("episodes", total=None)
+    try:
+        with progress:
+            run(
+                on_plan=lambda total, done: progress.update(bar, total=total, completed=done),
+                on_outcome=lambda _: progress.advance(bar),
+            )
+    except KeyboardInterrupt:
+        console.print(f"[yellow]interrupted: finish the card with the same command plus --resume ({out})[/yellow]")
+        raise typer.Exit(130) from None
+    except (CardMismatchError, FileExistsError, ValueError) as error:
+        raise typer.BadParameter(str(error)) from error
+    card, _, drops = load_card(out)
+    print_summary(console, card, drops)
+    console.print(f"card written to {out}")
+
+
+@app.command("summary")
+def summary_cmd(card_dir: Annotated[Path, typer.Argument(help="A card directory.")]) -> None:
+    """Print a card's accounting, drops and headline views."""
+    from frostgym.cards.card import load_card
+    from frostgym.cards.summary import print_summary
+
+    card, _, drops = load_card(card_dir)
+    print_summary(console, card, drops)
+
+
+@app.command("replay")
+def replay_cmd(card_dir: Annotated[Path, typer.Argument(help="A card directory.")]) -> None:
+    """Re-run every recorded action in fresh envs with the recorded seeds; exit 1 on any
+    difference in observations, tool results, info or grades, naming the first divergent step."""
+    from frostgym.cards.replay import replay_card
+
+    report = replay_card(card_dir)
+    table = Table("env", "episodes", "identical", "diverged", "first divergence")
+    by_env: dict[str, list[Any]] = {}
+    for e in report.episodes:
+        by_env.setdefault(e.env_id, []).append(e)
+    for env_id, results in sorted(by_env.items()):
+        bad = [e for e in results if e.divergence is not None]
+        first = f"{bad[0].plan_id}: {bad[0].divergence}" if bad else ""
+        table.add_row(env_id, str(len(results)), str(len(results) - len(bad)), str(len(bad)), first)
     console.print(table)
-    console.print(f"result written to {path}")
+    if report.drops_not_replayed:
+        console.print(f"{report.drops_not_replayed} dropped episodes have no final grade and were not replayed")
+    if report.integrity_error:
+        console.print(f"[red]integrity: {report.integrity_error}[/red]")
+    if not report.ok:
+        raise typer.Exit(1)
+    console.print(f"replay identical: {len(report.episodes)} episodes")
+
+
+@app.command("regrade")
+def regrade_cmd(
+    card_dir: Annotated[Path, typer.Argument(help="The card whose trajectories to regrade.")],
+    out: Annotated[Path, typer.Option(help="Directory for the regraded card.")],
+) -> None:
+    """Apply today's graders to a card's recorded actions (no agent runs) and write a new
+    card plus OUT/regrade.json, the per-episode grade diff."""
+    from frostgym.cards.replay import regrade_card
+
+    try:
+        report = regrade_card(card_dir, out)
+    except (FileExistsError, ValueError) as error:
+        raise typer.BadParameter(str(error)) from error
+    table = Table("compared", "unchanged", "changed", "graders before", "graders after")
+    def fmt(graders: dict[str, list[str]]) -> str:
+        return ", ".join(f"{name} {'/'.join(versions)}" for name, versions in graders.items())
+
+    table.add_row(
+        str(report["compared"]),
+        str(report["unchanged"]),
+        str(report["changed"]),
+        fmt(report["graders_before"]),
+        fmt(report["graders_after"]),
+    )
+    console.print(table)
+    console.print(f"regraded card written to {out}; diff in {out / 'regrade.json'}")
+
+
+@app.command("schema")
+def schema_cmd(
+    which: Annotated[str, typer.Argument(help="card | episode | drop")] = "card",
+) -> None:
+    """Print the published JSON Schema of card.json, an episodes.jsonl line or a drops.jsonl line."""
+    from frostgym.cards.schema import SCHEMAS
+
+    if which not in SCHEMAS:
+        raise typer.BadParameter(f"expected one of {', '.join(SCHEMAS)}, got {which!r}")
+    typer.echo(json.dumps(SCHEMAS[which], indent=1))
 
 
 @app.command("lock")

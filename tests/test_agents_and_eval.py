@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,9 +10,11 @@ import pytest
 from typer.testing import CliRunner
 
 from frostgym.agents import AgentReply, AgentRequest, OracleAgent, RandomAgent, make_agent
+from frostgym.cards.card import load_card
+from frostgym.cards.plan import make_plan
 from frostgym.cli import app
 from frostgym.core.seeding import derive_seed
-from frostgym.evaluation import evaluate, plan_episodes, summarize
+from frostgym.runner import RunOptions, evaluate
 
 MATH = "frostgym/Math-v0"
 
@@ -45,20 +46,26 @@ def test_make_agent_rejects_unknown_specs() -> None:
         make_agent("gpt-9")
 
 
-def test_episode_seeds_are_hashed_and_distinct() -> None:
-    plans = plan_episodes([MATH, "frostgym/Arithmetic-v0"], 100, seed=0)
-    seeds = [p.seed for p in plans]
-    assert len(set(seeds)) == 200
-    assert plans[1].seed == derive_seed("episode", 0, MATH, 1)
+def test_plan_seeds_are_hashed_and_distinct() -> None:
+    plan = make_plan([MATH, "frostgym/Arithmetic-v0"], split="dev", episodes=50, samples=2, seed=0)
+    assert len({p.seed for p in plan}) == len({p.plan_id for p in plan}) == 200
+    first = plan[1]
+    assert first.sample == 1 and first.seed == derive_seed("episode", 0, MATH, first.task_id, 1)
+    assert len({p.task_id for p in plan if p.env_id == MATH}) == 50  # distinct tasks per env
+    assert make_plan([MATH], split="dev", episodes=50, samples=2, seed=0) == plan[:100]
+    with pytest.raises(ValueError, match="fewer than"):
+        make_plan(["frostgym/SQL-v0"], split="dev", episodes=1000, samples=1, seed=0)
+    with pytest.raises(ValueError, match="unbounded"):
+        make_plan([MATH], split="train", episodes=None, samples=1, seed=0)
 
 
 def test_evaluate_oracle_and_random() -> None:
-    oracle = evaluate([MATH], OracleAgent(), episodes=30, seed=1, batch_size=8)
-    assert [r.reward for r in oracle] == [1.0] * 30
-    assert all(r.status == "completed" and len(r.steps) == 1 for r in oracle)
-    junk = evaluate([MATH], RandomAgent(seed=1), episodes=30, seed=1, batch_size=7)
-    assert summarize(junk)[MATH]["mean_reward"] < 0.2
-    assert [r.task_id for r in junk] == [r.task_id for r in oracle]  # same plan, same tasks
+    oracle = evaluate([MATH], OracleAgent(), episodes=30, seed=1, options=RunOptions(batch_size=8))
+    assert [r.reward for r in oracle.episodes] == [1.0] * 30 and not oracle.drops
+    assert all(len(r.steps) == 1 for r in oracle.episodes)
+    junk = evaluate([MATH], RandomAgent(seed=1), episodes=30, seed=1, options=RunOptions(batch_size=7))
+    assert sum(r.reward for r in junk.episodes) / 30 < 0.2
+    assert sorted(r.plan_id for r in junk.episodes) == sorted(r.plan_id for r in oracle.episodes)
 
 
 class _Flaky:
@@ -80,28 +87,33 @@ class _Flaky:
 
 
 def test_agent_failure_is_recorded_not_raised() -> None:
-    records = evaluate([MATH], _Flaky(), episodes=12, seed=0, batch_size=4)
-    statuses = [r.status for r in records]
-    assert statuses.count("errored") == 4 and statuses.count("completed") == 8
-    failed = next(r for r in records if r.status == "errored")
-    assert failed.error is not None and "model server went away" in failed.error
-    assert summarize(records)[MATH]["errored"] == 4
+    run = evaluate([MATH], _Flaky(), episodes=12, seed=0, options=RunOptions(batch_size=4, retries=0))
+    assert len(run.episodes) == 8 and len(run.drops) == 4
+    drop = run.drops[0]
+    assert drop.drop_class == "agent_error" and drop.stage == "agent" and drop.counted_as == "failure"
+    assert drop.traceback is not None and "model server went away" in drop.traceback
+    retried = evaluate([MATH], _Flaky(), episodes=12, seed=0, options=RunOptions(batch_size=4, retries=1))
+    assert len(retried.episodes) == 12 and not retried.drops  # the retry from reset succeeds
+    assert sorted(r.attempts for r in retried.episodes) == [1] * 8 + [2] * 4
 
 
-def test_cli_eval_writes_result(tmp_path: Path) -> None:
+def test_cli_eval_writes_a_card(tmp_path: Path) -> None:
     out = tmp_path / "run"
     result = CliRunner().invoke(
         app,
         ["eval", "--env", f"{MATH},frostgym/Fractions-v0", "--agent", "oracle", "--episodes", "5", "--out", str(out)],
     )
     assert result.exit_code == 0, result.output
-    data = json.loads((out / "result.json").read_text())
-    assert data["schema"] == "frostgym.eval/1"
-    assert len(data["episodes"]) == 10
-    assert data["summary"][MATH]["mean_reward"] == 1.0
-    episode = data["episodes"][0]
+    assert result.output.index("accounting") < result.output.index("scores")
+    card, episodes, drops = load_card(out)
+    assert card["schema"] == "frostgym.card/1" and card["status"] == "complete"
+    assert len(episodes) == 10 and not drops
+    assert card["views"]["by_env"][MATH]["errors_as_failures"]["mean_reward"] == 1.0
+    episode = episodes[0]
     assert {"episode_id", "task_id", "seed", "seed_derivation", "fixture_sha256", "steps", "grade"} <= set(episode)
-    assert episode["steps"][0]["observation"][0]["role"] == "system"
+    assert episode["observation"][0]["role"] == "system"
+    again = CliRunner().invoke(app, ["eval", "--env", MATH, "--episodes", "5", "--out", str(out)])
+    assert again.exit_code == 2 and "--resume" in again.output  # never overwrites a card
 
 
 def test_cli_rejects_bad_arguments(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from frostgym.agents.replay import ReplayAgent
 from frostgym.agents.sampling import SamplingParams
 from frostgym.agents.spec import make_agent
 from frostgym.cli import app
-from frostgym.evaluation import evaluate, summarize
+from frostgym.runner import evaluate
 from tests.chat_server import ChatServer
 
 
@@ -69,31 +69,24 @@ def test_openai_spec_runs_an_evaluation_with_errors_recorded() -> None:
     with ChatServer() as server:
         good = evaluate(["frostgym/Arithmetic-v0"], make_agent(f"openai:{server.base_url}#echo"), episodes=4)
         bad = evaluate(["frostgym/Arithmetic-v0"], make_agent(f"openai:{server.base_url}#broken"), episodes=4)
-    assert all(r.status == "completed" for r in good)
-    assert all(r.status == "errored" and "HTTP 400" in (r.error or "") for r in bad)
-    assert summarize(bad)["frostgym/Arithmetic-v0"]["errored"] == 4
+    assert len(good.episodes) == 4 and not good.drops
+    assert len(bad.drops) == 4 and not bad.episodes
+    assert all(d.drop_class == "agent_error" and "HTTP 400" in d.error and d.attempts == 2 for d in bad.drops)
 
 
-def test_replay_reproduces_a_run_and_reports_misses(tmp_path: Path) -> None:
+def test_replay_agent_reproduces_a_card_and_reports_misses(tmp_path: Path) -> None:
     out = tmp_path / "run"
+    envs = ["frostgym/SQL-v0", "frostgym/Math-v0"]
     result = CliRunner().invoke(
-        app,
-        [
-            "eval",
-            "--env",
-            "frostgym/SQL-v0,frostgym/Math-v0",
-            "--agent",
-            "random",
-            "--episodes",
-            "6",
-            "--out",
-            str(out),
-        ],
+        app, ["eval", "--env", ",".join(envs), "--agent", "random", "--episodes", "6", "--out", str(out)]
     )
     assert result.exit_code == 0, result.output
-    original = evaluate(["frostgym/SQL-v0", "frostgym/Math-v0"], RandomAgent(seed=0), episodes=6)
-    replayed = evaluate(["frostgym/SQL-v0", "frostgym/Math-v0"], ReplayAgent.from_result(out), episodes=6)
-    assert [r.reward for r in replayed] == [r.reward for r in original]
-    assert [len(r.steps) for r in replayed] == [len(r.steps) for r in original]
-    missed = evaluate(["frostgym/Math-v0"], ReplayAgent.from_result(out), episodes=6, seed=99)
-    assert all(r.status == "errored" and "replay miss" in (r.error or "") for r in missed)
+    original = evaluate(envs, RandomAgent(seed=0), episodes=6)
+    replayed = evaluate(envs, ReplayAgent.from_card(out), episodes=6)
+    by_id = {r.plan_id: r for r in original.episodes}
+    assert len(replayed.episodes) == 12
+    for r in replayed.episodes:
+        assert (r.reward, len(r.steps)) == (by_id[r.plan_id].reward, len(by_id[r.plan_id].steps))
+    missed = evaluate(["frostgym/Math-v0"], ReplayAgent.from_card(out), episodes=6, seed=99)
+    assert not missed.episodes
+    assert all(d.drop_class == "replay_miss" and d.attempts == 1 for d in missed.drops)

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from frostgym.core.episode import DropClass
 from frostgym.core.messages import Action, Observation
 
 
@@ -44,6 +45,9 @@ class AgentReply:
     finish_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    #: How a runner files the episode when ``error`` is set (``replay_miss`` for a
+    #: replay with no recorded action).
+    error_class: DropClass = "agent_error"
 
     def trace(self) -> dict[str, Any]:
         """Everything but the action, for the episode record."""

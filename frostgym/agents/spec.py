@@ -4,7 +4,7 @@
 - ``smollm2``: the embedded default model (SmolLM2-135M-Instruct, converted on first use);
 - ``hf:PATH``: any local transformers model directory;
 - ``openai:BASE_URL#MODEL``: an OpenAI-compatible chat-completions server;
-- ``replay:PATH``: the actions recorded in a result file (or its directory).
+- ``replay:DIR``: the actions recorded in a rollout card directory.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from frostgym.agents.oracle import OracleAgent
 from frostgym.agents.random_agent import RandomAgent
 from frostgym.agents.sampling import SamplingParams
 
-AGENT_SPECS = ("oracle", "random", "smollm2", "hf:PATH", "openai:BASE_URL#MODEL", "replay:PATH")
+AGENT_SPECS = ("oracle", "random", "smollm2", "hf:PATH", "openai:BASE_URL#MODEL", "replay:DIR")
 
 
 def make_agent(spec: str, *, seed: int = 0, sampling: SamplingParams | None = None, batch_size: int = 16) -> Agent:
@@ -46,5 +46,5 @@ def make_agent(spec: str, *, seed: int = 0, sampling: SamplingParams | None = No
     if spec.startswith("replay:"):
         from frostgym.agents.replay import ReplayAgent
 
-        return ReplayAgent.from_result(spec[len("replay:") :])
+        return ReplayAgent.from_card(spec[len("replay:") :])
     raise ValueError(f"unknown agent spec {spec!r}; expected one of {', '.join(AGENT_SPECS)}")

@@ -33,11 +33,15 @@ RESET_OPTIONS = frozenset({"task_id", "split"})
 @dataclass(frozen=True)
 class Reply:
     """How the env answers one action: the grade (if this turn was graded), whether
-    the episode is over, and any message to show the agent next."""
+    the episode is over, any message to show the agent next, and the tool calls the
+    env parsed from the action with what each returned (recorded in ``info`` so a
+    trajectory shows them without re-parsing the text)."""
 
     grade: Grade | None
     done: bool
     feedback: Message | None = None
+    tool_calls: tuple[dict[str, Any], ...] = ()
+    tool_results: tuple[dict[str, Any], ...] = ()
 
 
 class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
@@ -128,6 +132,9 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
         info = self._info()
         if sanitized:
             info["action_sanitized"] = True
+        if reply.tool_calls:
+            info["tool_calls"] = [dict(call) for call in reply.tool_calls]
+            info["tool_results"] = [dict(result) for result in reply.tool_results]
         if reply.grade is not None:
             info["grade" if self._done else "turn_grade"] = reply.grade.to_dict()
         reward = reply.grade.score if (self._done and reply.grade is not None) else 0.0

@@ -14,7 +14,10 @@ class InvalidActionError(FrostgymError, TypeError):
     """The action is not of a type the env accepts (e.g. an int instead of a string).
 
     The episode state is left untouched, so the caller can fix the call and step again.
+    A runner files it as the agent's failure: its policy emitted the unusable action.
     """
+
+    drop_class = "agent_error"
 
 
 class EpisodeNotActiveError(FrostgymError, ResetNeeded):
@@ -33,3 +36,34 @@ class FixtureMismatchError(FrostgymError, RuntimeError):
 
     Raised instead of silently serving different episodes than other machines would.
     """
+
+
+# -- failures a runner records as drops -------------------------------------------------
+# ``drop_class`` is the class the runner files an episode under when this error ends it
+# (see ``frostgym.core.episode.DropClass``); errors without one are ``infra_error``.
+
+
+class GraderError(FrostgymError, RuntimeError):
+    """A grader raised instead of returning a grade: a bug in the grader or its task
+    data, never the agent's fault."""
+
+    drop_class = "grader_error"
+    stage = "grade"
+
+
+class SandboxTimeoutError(FrostgymError, RuntimeError):
+    """Untrusted code ran past its wall-clock or CPU limit and was killed."""
+
+    drop_class = "sandbox_timeout"
+
+
+class SandboxMemoryError(FrostgymError, RuntimeError):
+    """Untrusted code ran past its memory limit and was killed."""
+
+    drop_class = "sandbox_oom"
+
+
+class SandboxCrashError(FrostgymError, RuntimeError):
+    """The sandbox itself failed (could not start, lost its worker): infrastructure."""
+
+    drop_class = "infra_error"

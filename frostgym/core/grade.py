@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from frostgym.core.errors import FrostgymError, GraderError
 
 
 @dataclass(frozen=True)
@@ -62,7 +64,8 @@ class Grade:
 
     @property
     def passed(self) -> bool:
-        return self.score >= 1.0
+        """Solved: every required component is full (see ``passes``)."""
+        return passes(self.to_dict())
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON-ready data: what ``info["grade"]`` and records carry."""
@@ -100,3 +103,27 @@ def weighted_score(components: Mapping[str, float], weights: Mapping[str, float]
         raise ValueError("weights must sum to a positive number")
     score = sum(weights[name] * components[name] for name in weights) / total
     return min(1.0, max(0.0, round(score, 12)))
+
+
+def passes(grade: Mapping[str, Any]) -> bool:
+    """Whether a grade (as ``Grade.to_dict`` data) counts as solved for pass@k and
+    friends: every required component is 1, so a right answer in a sloppy format
+    passes while its score still shows the sloppiness. A grade with no required
+    component passes only with a full score."""
+    required = grade.get("required") or ()
+    if not required:
+        return float(grade["score"]) >= 1.0
+    components = grade["components"]
+    return all(float(components[name]) >= 1.0 for name in required)
+
+
+def call_grader(grader: Callable[..., Grade], *args: Any, **kwargs: Any) -> Grade:
+    """Run a grader, turning any exception it raises into ``GraderError`` so that a
+    runner files the episode as a grader failure, not as the agent's."""
+    try:
+        return grader(*args, **kwargs)
+    except FrostgymError:
+        raise
+    except Exception as error:
+        name = getattr(grader, "__name__", type(grader).__name__)
+        raise GraderError(f"grader {name} raised {type(error).__name__}: {error}") from error

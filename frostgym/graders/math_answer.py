@@ -25,7 +25,7 @@ from frostgym.graders.language import language_score
 from frostgym.graders.numbers import ParsedNumber, parse_number, strip_decoration
 
 GRADER_NAME = "math"
-GRADER_VERSION = "1.0.0"
+GRADER_VERSION = "1.1.0"  # 1.1: details.answer_key for maj@k
 #: Every label this grader can give; ``None`` means a perfect score.
 LABELS: tuple[str, ...] = (
     "too_long",
@@ -69,6 +69,9 @@ class _Verdict:
     correct: bool
     label: str | None
     extracted: str | None
+    #: The answer's canonical value (``"3/4"`` for ``0.75``), so that maj@k votes for
+    #: values, not spellings; ``None`` when the reply has no single value.
+    key: str | None = None
 
 
 def grade_math(reply: str, gold: str, config: MathGraderConfig = DEFAULT_CONFIG) -> Grade:
@@ -87,19 +90,21 @@ def grade_math(reply: str, gold: str, config: MathGraderConfig = DEFAULT_CONFIG)
         label = "format_error"
     elif label is None and components["language"] < 1.0:
         label = "language_mismatch"
-    return _grade(components, label, verdict.extracted, extraction.where, gold, config)
+    return _grade(components, label, verdict, extraction.where, gold, config)
 
 
 def _grade(
     components: dict[str, float],
     label: str | None,
-    extracted: str | None,
+    verdict: _Verdict | None,
     where: str,
     gold: str,
     config: MathGraderConfig,
 ) -> Grade:
+    extracted = None if verdict is None else verdict.extracted
     details: dict[str, Any] = {
         "extracted": None if extracted is None else extracted[:200],
+        "answer_key": None if verdict is None else verdict.key,
         "where": where,
         "gold": gold,
     }
@@ -139,7 +144,8 @@ def _judge(candidates: tuple[str, ...], gold: str, config: MathGraderConfig) -> 
         ok = _symbolic_equal(gold, symbolic[0] if symbolic else str(values[0]))
     if ok is None:
         return _Verdict(False, "unparseable_answer", shown)
-    return _Verdict(ok, None if ok else "wrong_answer", shown)
+    key = str(values[0]) if values else symbolic[0][:200]
+    return _Verdict(ok, None if ok else "wrong_answer", shown, key)
 
 
 def _single_expression(candidate: str) -> bool:

@@ -19,12 +19,13 @@ from types import MappingProxyType
 from typing import Any, Literal
 
 from frostgym.core.grade import Grade
+from frostgym.core.hashing import sha256_json
 from frostgym.graders.extraction import outside_reasoning, tagged_blocks
 from frostgym.sql.executor import QueryResult, SafeDatabase
 from frostgym.sql.statements import orders_rows
 
 GRADER_NAME = "sql_execution"
-GRADER_VERSION = "1.0.0"
+GRADER_VERSION = "1.1.0"  # 1.1: details.answer_key for maj@k
 SQLStatus = Literal["match", "mismatch", "error", "timeout", "not_select", "no_answer"]
 #: Every label this grader gives (the status, when it is not ``match``).
 LABELS: tuple[str, ...] = ("mismatch", "error", "timeout", "not_select", "no_answer")
@@ -97,6 +98,13 @@ def gold_result(db: SafeDatabase, gold_sql: str) -> QueryResult:
     return result
 
 
+def answer_key(result: QueryResult, ordered: bool, config: SQLGraderConfig) -> str:
+    """A short hash of the result as the grader compares it (canonical values, row
+    order only when it matters), so maj@k votes for results, not query spellings."""
+    rows = [repr(row) for row in _canonical_rows(result, config.significant_digits)]
+    return sha256_json([len(result.columns), rows if ordered else sorted(rows)])[:16]
+
+
 def grade_sql(reply: str, gold_sql: str, db: SafeDatabase, config: SQLGraderConfig = DEFAULT_CONFIG) -> Grade:
     """Grade the final reply (its ``<answer>`` block) against the gold query on ``db``."""
     if len(reply) > config.max_reply_chars:
@@ -114,7 +122,7 @@ def grade_sql(reply: str, gold_sql: str, db: SafeDatabase, config: SQLGraderConf
         return _grade(status, 1.0, {**details, "reason": predicted.error}, config)
     ordered = orders_rows(gold_sql)
     reason = compare_results(gold, predicted, ordered=ordered, digits=config.significant_digits)
-    details.update({"ordered": ordered, "reason": reason})
+    details.update({"ordered": ordered, "reason": reason, "answer_key": answer_key(predicted, ordered, config)})
     return _grade("match" if reason is None else "mismatch", 1.0, details, config)
 
 

@@ -6,6 +6,7 @@ from collections.abc import Callable
 from functools import cache
 
 from frostgym.core.env import FrozenEnv, Reply
+from frostgym.core.grade import call_grader
 from frostgym.core.messages import Message, message
 from frostgym.core.splits import Split
 from frostgym.core.tasks import ProceduralSource, Task
@@ -63,7 +64,7 @@ class MathEnv(FrozenEnv):
         return [message("system", self.system_prompt), message("user", task.prompt)]
 
     def respond(self, task: Task, text: str, turn: int, last_turn: bool) -> Reply:
-        grade = grade_math(text, task.answer, self.grader_config)
+        grade = call_grader(grade_math, text, task.answer, self.grader_config)
         correct = grade.components["correctness"] >= 1.0
         feedback = None if correct else message("user", RETRY_PROMPT.format(label=grade.label))
         return Reply(grade=grade, done=correct or last_turn, feedback=feedback)

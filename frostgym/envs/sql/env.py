@@ -18,6 +18,7 @@ from typing import Any
 
 from frostgym.core.env import FrozenEnv, Reply
 from frostgym.core.errors import InvalidActionError
+from frostgym.core.grade import call_grader
 from frostgym.core.messages import Action, Message, message
 from frostgym.core.splits import Split
 from frostgym.core.tasks import Task
@@ -57,7 +58,7 @@ _TOOL_TAG = {"run_sql": "sql", "submit_sql": "answer"}
 
 class SQLEnv(FrozenEnv):
     family = "sql"
-    env_version = "1.0.0"
+    env_version = "1.1.0"  # 1.1: info records tool_calls / tool_results
 
     def __init__(
         self,
@@ -111,18 +112,28 @@ class SQLEnv(FrozenEnv):
         answers, unclosed_answer = tagged_blocks(visible, "answer")
         if answers or unclosed_answer or last_turn:
             db = shared_database(task.metadata["database"])
-            return Reply(grade=grade_sql(text, task.answer, db, self.grader_config), done=True)
+            grade = call_grader(grade_sql, text, task.answer, db, self.grader_config)
+            calls = (_call("submit_sql", answers[-1]),) if answers else ()
+            results = ({"name": "submit_sql", "content": f"graded: {grade.label or 'match'}"},) if answers else ()
+            return Reply(grade=grade, done=True, tool_calls=calls, tool_results=results)
         queries, _ = tagged_blocks(visible, "sql")
+        calls = results = ()
         if len(queries) == 1:
             result = shared_database(task.metadata["database"]).run(queries[0])
             shown = format_result(result, max_rows=self.max_result_rows, max_chars=self.max_result_chars)
             feedback = f"Result of your query:\n{shown}"
+            calls, results = (_call("run_sql", queries[0]),), ({"name": "run_sql", "content": shown},)
         elif queries:
             feedback = f"Error: send one <sql> query per turn (got {len(queries)}); none were run."
         else:
             feedback = "Error: no <sql>…</sql> or <answer>…</answer> found. Run a query or submit your final one."
         left = self.max_turns - turn - 1
-        return Reply(grade=None, done=False, feedback=message("user", f"{feedback}\n({left} turn(s) left)"))
+        shown_feedback = message("user", f"{feedback}\n({left} turn(s) left)")
+        return Reply(grade=None, done=False, feedback=shown_feedback, tool_calls=calls, tool_results=results)
 
     def oracle_action(self) -> str:
         return f"<answer>{self.task.answer}</answer>"
+
+
+def _call(name: str, query: str) -> dict[str, Any]:
+    return {"name": name, "arguments": {"query": query}}

@@ -1,0 +1,128 @@
+"""The plan: every episode a run will play, declared before the first one starts.
+
+A plan is a pure function of the run's identity (envs, split, task count, samples,
+seed, env options), so a resumed run can recompute it and prove it is finishing the
+same run, and a card lists what was promised, not only what happened.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, cast
+
+import gymnasium
+
+from frostgym.core.env import FrozenEnv
+from frostgym.core.hashing import sha256_json
+from frostgym.core.seeding import SeedPart, derive_generator, derive_seed
+from frostgym.core.splits import Split
+from frostgym.core.tasks import Task
+
+#: How seeds are derived, written into every card next to the seeds themselves.
+SEEDING = {
+    "task_choice": "finite split: derive_generator('plan', run_seed, env_id, split).permutation(size)[:episodes];"
+    " unbounded split: distinct indices from derive_generator('plan', run_seed, env_id, split).integers(0, 2**31)",
+    "episode_seed": "derive_seed('episode', run_seed, env_id, task_id, sample), passed to env.reset(seed=...)",
+    "agent_seed": "derive_seed('agent', episode_seed, turn), passed to the agent with every request",
+}
+
+
+@dataclass(frozen=True)
+class PlannedEpisode:
+    plan_id: str  # "ENV_ID:TASK_ID:SAMPLE", unique within a plan
+    env_id: str
+    task_id: str
+    sample: int
+    seed: int
+    seed_derivation: tuple[SeedPart, ...]
+    difficulty: str | None
+    tags: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["seed_derivation"] = list(self.seed_derivation)
+        data["tags"] = list(self.tags)
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> PlannedEpisode:
+        return cls(
+            plan_id=data["plan_id"],
+            env_id=data["env_id"],
+            task_id=data["task_id"],
+            sample=int(data["sample"]),
+            seed=int(data["seed"]),
+            seed_derivation=tuple(data["seed_derivation"]),
+            difficulty=data["difficulty"],
+            tags=tuple(data["tags"]),
+        )
+
+
+def make_env(env_id: str, split: Split, env_kwargs: Mapping[str, Any]) -> FrozenEnv:
+    return cast(FrozenEnv, gymnasium.make(env_id, split=split, **env_kwargs).unwrapped)
+
+
+def choose_tasks(env: FrozenEnv, env_id: str, split: Split, episodes: int | None, seed: int) -> list[Task]:
+    """``episodes`` distinct tasks of ``split`` in a seeded order, or all of them (None)."""
+    size = env.source.size(split)
+    rng = derive_generator("plan", seed, env_id, split)
+    if size is None:
+        if episodes is None:
+            raise ValueError(f"{env_id} split {split!r} is unbounded: pass a number of episodes instead of all")
+        indices: dict[int, None] = {}
+        while len(indices) < episodes:
+            indices.setdefault(int(rng.integers(0, 2**31)), None)
+        return [env.source.task(split, i) for i in indices]
+    if episodes is None:
+        return list(env.source.tasks(split))
+    if episodes > size:
+        raise ValueError(
+            f"{env_id} split {split!r} has {size} tasks, fewer than the {episodes} asked for; "
+            "pass all tasks (--all) and raise --samples for more episodes per task"
+        )
+    order = rng.permutation(size)[:episodes]
+    return [env.source.task(split, int(i)) for i in order]
+
+
+def make_plan(
+    env_ids: Sequence[str],
+    *,
+    split: Split,
+    episodes: int | None,
+    samples: int,
+    seed: int,
+    env_kwargs: Mapping[str, Any] | None = None,
+) -> list[PlannedEpisode]:
+    """Every (env, task, sample, seed) of a run, in the order it will be started."""
+    if samples < 1 or (episodes is not None and episodes < 1):
+        raise ValueError("episodes and samples must be >= 1")
+    if len(set(env_ids)) != len(env_ids):
+        raise ValueError(f"env ids repeat: {list(env_ids)}")
+    plan: list[PlannedEpisode] = []
+    for env_id in env_ids:
+        env = make_env(env_id, split, env_kwargs or {})
+        try:
+            tasks = choose_tasks(env, env_id, split, episodes, seed)
+        finally:
+            env.close()
+        for task in tasks:
+            for sample in range(samples):
+                derivation: tuple[SeedPart, ...] = ("episode", seed, env_id, task.task_id, sample)
+                plan.append(
+                    PlannedEpisode(
+                        plan_id=f"{env_id}:{task.task_id}:{sample}",
+                        env_id=env_id,
+                        task_id=task.task_id,
+                        sample=sample,
+                        seed=derive_seed(*derivation),
+                        seed_derivation=derivation,
+                        difficulty=task.difficulty,
+                        tags=tuple(task.tags),
+                    )
+                )
+    return plan
+
+
+def plan_sha256(plan: Sequence[PlannedEpisode]) -> str:
+    return sha256_json([p.to_dict() for p in plan])

@@ -1,0 +1,197 @@
+"""Replay and regrade: what a card's recorded actions do in fresh envs today.
+
+Replay asserts that nothing changed: each recorded action, stepped through a fresh env
+reset with the recorded seed and task, must give the recorded observations, tool
+results, info and grades, byte for byte after JSON encoding. Regrade expects graders
+to have changed: it plays the same actions into a new card and diffs the grades.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from frostgym.agents.replay import ReplayAgent
+from frostgym.cards.card import load_card
+from frostgym.cards.plan import PlannedEpisode, make_env
+from frostgym.cards.run import run_to_card
+from frostgym.cards.store import CardCorruptError, dumps_line, write_json_atomic
+from frostgym.core.env import FrozenEnv
+from frostgym.core.episode import ObservationDelta, split_step_info
+from frostgym.runner import RunOptions
+
+
+@dataclass(frozen=True)
+class EpisodeReplay:
+    plan_id: str
+    env_id: str
+    steps: int
+    divergence: str | None  # the first difference, naming its step; None when identical
+
+
+@dataclass(frozen=True)
+class ReplayReport:
+    directory: Path
+    integrity_error: str | None  # checksums or file structure
+    episodes: list[EpisodeReplay]
+    drops_not_replayed: int
+
+    @property
+    def ok(self) -> bool:
+        return self.integrity_error is None and all(e.divergence is None for e in self.episodes)
+
+
+def _json(value: Any) -> Any:
+    """``value`` as the card stores it, so fresh and recorded data compare like for like."""
+    return orjson.loads(dumps_line(value))
+
+
+def first_difference(recorded: Any, replayed: Any, path: str = "") -> str | None:
+    if isinstance(recorded, dict) and isinstance(replayed, dict):
+        for key in sorted(set(recorded) | set(replayed)):
+            if key not in recorded or key not in replayed:
+                return f"{path}.{key}: {'missing from the card' if key not in recorded else 'not produced now'}"
+            found = first_difference(recorded[key], replayed[key], f"{path}.{key}")
+            if found:
+                return found
+        return None
+    if isinstance(recorded, list) and isinstance(replayed, list):
+        if len(recorded) != len(replayed):
+            return f"{path}: {len(recorded)} items recorded, {len(replayed)} now"
+        for i, (a, b) in enumerate(zip(recorded, replayed, strict=True)):
+            found = first_difference(a, b, f"{path}[{i}]")
+            if found:
+                return found
+        return None
+    if recorded != replayed or type(recorded) is not type(replayed):
+        return f"{path or 'value'}: recorded {_short(recorded)}, now {_short(replayed)}"
+    return None
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def replay_episode(env: FrozenEnv, episode: Mapping[str, Any]) -> str | None:
+    """The first divergence of one recorded episode in ``env``, or None."""
+    observation, info = env.reset(seed=episode["seed"], options={"task_id": episode["task_id"]})
+    start = {k: info[k] for k in ("episode_id", "env_version", "fixture_sha256", "task_sha256")}
+    found = first_difference({k: episode[k] for k in start}, _json(start), "reset")
+    found = found or first_difference(episode["observation"], _json(observation), "reset.observation")
+    if found:
+        return found
+    for number, step in enumerate(episode["steps"]):
+        where = f"step {number}"
+        try:
+            after, reward, terminated, truncated, step_info = env.step(step["action"])
+        except Exception as error:
+            return f"{where}: the env raised {type(error).__name__}: {error}"
+        rest, calls, results, grade = split_step_info(step_info)
+        replayed = {
+            "grade": grade,
+            "tool_calls": calls,
+            "tool_results": results,
+            "reward": float(reward),
+            "terminated": terminated,
+            "truncated": truncated,
+            "info": rest,
+            "observation": ObservationDelta.between(observation, after),
+        }
+        found = first_difference({k: step[k] for k in replayed}, _json(replayed), where)
+        if found:
+            return found
+        observation = after
+    return None
+
+
+def replay_card(directory: Path) -> ReplayReport:
+    """Replay every completed episode of a card (drops have no final grade to check)."""
+    try:
+        card, episodes, drops = load_card(directory)
+    except CardCorruptError as error:
+        card, episodes, drops = load_card(directory, verify=False)
+        integrity: str | None = str(error)
+    else:
+        integrity = None
+    identity = card["config"]["identity"]
+    envs: dict[str, FrozenEnv] = {}
+    results = []
+    try:
+        for episode in episodes:
+            env_id = episode["env_id"]
+            if env_id not in envs:
+                envs[env_id] = make_env(env_id, identity["split"], identity["env_kwargs"])
+            try:
+                divergence = replay_episode(envs[env_id], episode)
+            except Exception as error:  # a reset that raises is a divergence too
+                divergence = f"reset: the env raised {type(error).__name__}: {error}"
+            results.append(EpisodeReplay(episode["plan_id"], env_id, len(episode["steps"]), divergence))
+    finally:
+        for env in envs.values():
+            env.close()
+    return ReplayReport(directory, integrity, results, len(drops))
+
+
+# -- regrade ---------------------------------------------------------------------------------
+def regrade_card(source: Path, out: Path, options: RunOptions | None = None) -> dict[str, Any]:
+    """Play the source card's actions through today's envs and graders into a new card at
+    ``out``, then write ``out/regrade.json``: the grader versions before and after and
+    every episode whose grade changed. Episodes dropped in the source are ``skipped``."""
+    card, episodes, drops = load_card(source)
+    identity = card["config"]["identity"]
+    options = options or RunOptions()
+    options = RunOptions(
+        split=identity["split"],
+        env_kwargs=identity["env_kwargs"],
+        batch_size=options.batch_size,
+        workers=options.workers,
+        retries=0,  # a replay is deterministic: a second attempt would fail the same way
+    )
+    config = {
+        **card["config"],
+        "identity": {**identity, "agent": f"replay:{source}"},
+        "execution": {"batch_size": options.batch_size, "workers": options.workers, "retries": 0, "max_drops": None},
+    }
+    plan = [PlannedEpisode.from_dict(p) for p in card["plan"]["episodes"]]
+    skip = {d["plan_id"]: f"dropped in {source} as {d['drop_class']}: {d['error']}" for d in drops}
+    agent = ReplayAgent.from_card(source)
+    regraded_from = {"path": str(source), "card_sha256": agent.sha256, "graders": card.get("graders", {})}
+    new_card = run_to_card(out, agent, config, options, plan=plan, skip=skip, extra={"regraded_from": regraded_from})
+    _, new_episodes, _ = load_card(out)
+    diff = grade_diff(episodes, new_episodes)
+    report = {
+        "source": str(source),
+        "graders_before": card.get("graders", {}),
+        "graders_after": new_card["graders"],
+        **diff,
+    }
+    write_json_atomic(out / "regrade.json", report)
+    return report
+
+
+def grade_diff(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Per-episode grade changes between two cards of the same plan."""
+    old = {e["plan_id"]: e for e in before}
+    changed = []
+    for episode in after:
+        previous = old.get(episode["plan_id"])
+        if previous is None:
+            continue
+        a, b = previous["grade"] or {}, episode["grade"] or {}
+        fields = ("score", "label", "components", "grader_version")
+        if any(a.get(f) != b.get(f) for f in fields):
+            changed.append(
+                {
+                    "plan_id": episode["plan_id"],
+                    "episode_id": episode["episode_id"],
+                    "before": {f: a.get(f) for f in fields},
+                    "after": {f: b.get(f) for f in fields},
+                }
+            )
+    compared = sum(1 for e in after if e["plan_id"] in old)
+    return {"compared": compared, "changed": len(changed), "unchanged": compared - len(changed), "changes": changed}

@@ -1,0 +1,97 @@
+"""Run a plan into a card: create (or resume) the card, play what is left, close it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from frostgym.agents.base import Agent
+from frostgym.cards.card import CardStatus, CardWriter
+from frostgym.cards.plan import PlannedEpisode, make_plan
+from frostgym.cards.provenance import env_info, git_info, host_info, package_versions
+from frostgym.cards.views import default_ks
+from frostgym.runner import Outcome, RunOptions, run_plan
+
+
+def card_config(
+    *,
+    env_ids: Sequence[str],
+    agent_spec: str,
+    sampling: Mapping[str, Any],
+    episodes: int | None,
+    samples: int,
+    seed: int,
+    options: RunOptions,
+    ks: Sequence[int] = (),
+) -> dict[str, Any]:
+    """``identity`` is what defines the run (a resume must match it); ``execution`` may
+    change between sessions without changing any episode."""
+    return {
+        "identity": {
+            "env_ids": list(env_ids),
+            "split": options.split,
+            "episodes": episodes,
+            "samples": samples,
+            "seed": seed,
+            "env_kwargs": dict(options.env_kwargs),
+            "agent": agent_spec,
+            "sampling": dict(sampling),
+        },
+        "execution": {
+            "batch_size": options.batch_size,
+            "workers": options.workers,
+            "retries": options.retries,
+            "max_drops": options.max_drops,
+        },
+        "ks": sorted(set(default_ks(samples)) | set(ks)),
+    }
+
+
+def run_to_card(
+    out: Path,
+    agent: Agent,
+    config: dict[str, Any],
+    options: RunOptions,
+    *,
+    resume: bool = False,
+    plan: Sequence[PlannedEpisode] | None = None,
+    skip: Mapping[str, str] | None = None,
+    extra: Mapping[str, Any] | None = None,
+    on_plan: Callable[[int, int], None] | None = None,
+    on_outcome: Callable[[Outcome], None] | None = None,
+) -> dict[str, Any]:
+    """Play ``config``'s plan (or the given one) with ``agent`` into the card at ``out``
+    and return the closed card. Ctrl-C closes it as ``interrupted`` (resumable)."""
+    identity = config["identity"]
+    if plan is None:
+        plan = make_plan(
+            identity["env_ids"],
+            split=identity["split"],
+            episodes=identity["episodes"],
+            samples=identity["samples"],
+            seed=identity["seed"],
+            env_kwargs=identity["env_kwargs"],
+        )
+    if resume:
+        writer = CardWriter.resume(out, config=config, plan=plan)
+    else:
+        provenance = {
+            "agent": agent.describe(),
+            "envs": env_info(identity["env_ids"], identity["split"], identity["env_kwargs"]),
+            "packages": package_versions(),
+            "git": git_info(),
+            "host": host_info(),
+            **(extra or {}),
+        }
+        writer = CardWriter.create(out, config=config, plan=plan, provenance=provenance)
+    remaining = [p for p in plan if p.plan_id not in writer.done]
+    if on_plan is not None:
+        on_plan(len(plan), len(plan) - len(remaining))
+    status: CardStatus = "interrupted"
+    try:
+        run_plan(remaining, agent, writer, options, skip=skip, on_outcome=on_outcome)
+        status = "complete"
+    finally:
+        card = writer.close(status, agent.describe())
+    return card

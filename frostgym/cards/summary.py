@@ -1,0 +1,80 @@
+"""The terminal summary of a card: accounting and drops first, then headline views.
+
+Drops come before scores on purpose: a score read without its denominator is how
+errored samples go unnoticed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+MAX_DROPS_SHOWN = 10
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.3f}"
+
+
+def accounting_table(card: Mapping[str, Any]) -> Table:
+    a = card["accounting"]
+    table = Table(title=f"accounting ({card['status']})")
+    for name in ("planned", "completed", "succeeded", "failed", "dropped", "errored", "skipped", "pending"):
+        table.add_column(name, justify="right")
+    table.add_row(
+        *(str(a[k]) for k in ("planned", "completed", "succeeded", "failed", "dropped")),
+        *(str(a[k]) for k in ("errored", "skipped", "pending")),
+    )
+    return table
+
+
+def drops_table(drops: Sequence[Mapping[str, Any]]) -> Table:
+    table = Table("plan id", "class", "stage", "attempts", "counted as", "error", title=f"drops ({len(drops)})")
+    for d in drops[:MAX_DROPS_SHOWN]:
+        table.add_row(d["plan_id"], d["drop_class"], d["stage"], str(d["attempts"]), d["counted_as"], d["error"][:100])
+    if len(drops) > MAX_DROPS_SHOWN:
+        table.add_row(f"... {len(drops) - MAX_DROPS_SHOWN} more in drops.jsonl", "", "", "", "", "")
+    return table
+
+
+def views_table(card: Mapping[str, Any]) -> Table:
+    """Per env, both reporting rules: mean reward, pass@k and pass^k at the largest k."""
+    views = card["views"]
+    k = str(max(views["ks"]))
+    table = Table(
+        "env",
+        "rule",
+        "tasks",
+        "episodes",
+        "mean reward",
+        "pass@1",
+        f"pass@{k}",
+        f"pass^{k}",
+        f"maj@{k}",
+        title="scores (views computed from the episodes)",
+    )
+    rows = [("all", views["overall"]), *sorted(views["by_env"].items())]
+    for env_id, by_rule in rows:
+        for rule, m in by_rule.items():
+            table.add_row(
+                env_id,
+                rule,
+                str(m["tasks"]),
+                str(m["episodes"]),
+                _fmt(m["mean_reward"]),
+                _fmt(m["pass@k"]["1"]["value"]),
+                _fmt(m["pass@k"][k]["value"]),
+                _fmt(m["pass^k"][k]["value"]),
+                _fmt(m["maj@k"][k]["value"]),
+            )
+    return table
+
+
+def print_summary(console: Console, card: Mapping[str, Any], drops: Sequence[Mapping[str, Any]]) -> None:
+    console.print(accounting_table(card))
+    if drops:
+        console.print(drops_table(drops))
+    console.print(views_table(card))

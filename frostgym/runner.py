@@ -1,0 +1,365 @@
+"""The runner: plays a plan with one agent, batching agent calls across episodes.
+
+Episodes from every env of the plan share the batch; finished ones are replaced from
+the queue at once, so a long multi-turn episode does not hold a batch slot hostage.
+Each episode ends as exactly one outcome handed to the sink: an ``EpisodeRecord``
+when it was scored, a ``DropRecord`` with its class, stage and traceback when it was
+not. Nothing a single episode does (agent exception, grader bug, sandbox kill, replay
+miss) stops the run.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from frostgym.agents.base import Agent, AgentReply, AgentRequest
+from frostgym.cards.plan import PlannedEpisode, make_env
+from frostgym.core.env import FrozenEnv
+from frostgym.core.episode import (
+    COUNTED_AS,
+    RETRYABLE,
+    DropClass,
+    DropRecord,
+    EpisodeRecord,
+    ObservationDelta,
+    Stage,
+    StepRecord,
+    split_step_info,
+)
+from frostgym.core.messages import Observation, copy_messages
+from frostgym.core.seeding import derive_seed
+from frostgym.core.splits import Split
+
+Outcome = EpisodeRecord | DropRecord
+
+
+class EpisodeSink(Protocol):
+    def add(self, outcome: Outcome) -> None:
+        """Take one finished episode."""
+
+    def commit(self) -> None:
+        """A batch boundary: make everything added so far durable."""
+
+
+@dataclass
+class MemorySink:
+    """Keeps outcomes in a list: for library use, tests and the no-card baseline."""
+
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def add(self, outcome: Outcome) -> None:
+        self.outcomes.append(outcome)
+
+    def commit(self) -> None:
+        pass
+
+    @property
+    def episodes(self) -> list[EpisodeRecord]:
+        return [o for o in self.outcomes if isinstance(o, EpisodeRecord)]
+
+    @property
+    def drops(self) -> list[DropRecord]:
+        return [o for o in self.outcomes if isinstance(o, DropRecord)]
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    split: Split = "dev"
+    env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    batch_size: int = 64  # episodes in flight, and so requests per agent call
+    workers: int = 1  # threads stepping envs in parallel (sandboxed code, tool I/O)
+    retries: int = 1  # extra attempts from reset for retryable drop classes
+    max_drops: int | None = None  # cancel the rest of the plan once more episodes than this drop
+
+    def __post_init__(self) -> None:
+        if self.batch_size < 1 or self.workers < 1 or self.retries < 0:
+            raise ValueError(f"invalid run options: {self}")
+
+
+@dataclass
+class _Failure:
+    drop_class: DropClass
+    stage: Stage
+    error: str
+    traceback: str | None
+
+
+@dataclass
+class _Attempt:
+    planned: PlannedEpisode
+    number: int = 1
+    earlier_errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Live:
+    attempt: _Attempt
+    env: FrozenEnv
+    record: EpisodeRecord
+    observation: Observation
+    started: float
+
+
+def failure_of(error: BaseException, stage: Stage, default: DropClass) -> _Failure:
+    """The drop class (and stage) an exception declares (``drop_class`` on frostgym's
+    errors), else the stage's defaults."""
+    drop_class: DropClass = getattr(error, "drop_class", default)
+    stage = getattr(error, "stage", stage)
+    message = f"{type(error).__name__}: {error}".splitlines()[0][:500]
+    return _Failure(drop_class, stage, message, "".join(traceback.format_exception(error)).strip())
+
+
+def run_plan(
+    plan: Sequence[PlannedEpisode],
+    agent: Agent,
+    sink: EpisodeSink,
+    options: RunOptions | None = None,
+    *,
+    skip: Mapping[str, str] | None = None,
+    on_outcome: Callable[[Outcome], None] | None = None,
+) -> None:
+    """Play every planned episode into ``sink``. ``skip`` maps plan ids to a reason: those
+    are recorded as ``skipped`` drops without running."""
+    options = options or RunOptions()
+    _Run(agent, sink, options, on_outcome).run(plan, skip or {})
+
+
+class _Run:
+    def __init__(
+        self, agent: Agent, sink: EpisodeSink, options: RunOptions, on_outcome: Callable[[Outcome], None] | None
+    ) -> None:
+        self.agent = agent
+        self.sink = sink
+        self.options = options
+        self.on_outcome = on_outcome
+        self.free_envs: dict[str, list[FrozenEnv]] = {}
+        self.dropped = 0
+        self.pool = ThreadPoolExecutor(options.workers) if options.workers > 1 else None
+
+    def run(self, plan: Sequence[PlannedEpisode], skip: Mapping[str, str]) -> None:
+        queue: deque[_Attempt] = deque()
+        for planned in plan:
+            if planned.plan_id in skip:
+                self.drop(_Attempt(planned), _Failure("skipped", "runner", skip[planned.plan_id], None), None)
+            else:
+                queue.append(_Attempt(planned))
+        self.sink.commit()
+        live: list[_Live] = []
+        try:
+            while queue or live:
+                while queue and len(live) < self.options.batch_size:
+                    started = self.start(queue.popleft(), queue)
+                    if started is not None:
+                        live.append(started)
+                if live:
+                    live = self.turn(live, queue)
+                self.sink.commit()
+                if self.options.max_drops is not None and self.dropped > self.options.max_drops:
+                    self.cancel(live, queue)
+                    live = []
+                    self.sink.commit()
+        finally:
+            for envs in self.free_envs.values():
+                for env in envs:
+                    env.close()
+            for item in live:
+                item.env.close()
+            if self.pool is not None:
+                self.pool.shutdown(wait=False, cancel_futures=True)
+
+    # -- one episode's life ------------------------------------------------------------
+    def start(self, attempt: _Attempt, queue: deque[_Attempt]) -> _Live | None:
+        planned = attempt.planned
+        began = time.time()
+        try:
+            free = self.free_envs.setdefault(planned.env_id, [])
+            env = free.pop() if free else make_env(planned.env_id, self.options.split, self.options.env_kwargs)
+        except Exception as error:
+            self.fail(attempt, failure_of(error, "env", "infra_error"), None, queue)
+            return None
+        try:
+            observation, info = env.reset(seed=planned.seed, options={"task_id": planned.task_id})
+        except Exception as error:
+            env.close()
+            self.fail(attempt, failure_of(error, "reset", "infra_error"), None, queue)
+            return None
+        record = EpisodeRecord(
+            plan_id=planned.plan_id,
+            episode_id=info["episode_id"],
+            env_id=planned.env_id,
+            task_id=info["task_id"],
+            sample=planned.sample,
+            split=info["split"],
+            difficulty=info["difficulty"],
+            tags=list(info["tags"]),
+            seed=planned.seed,
+            seed_derivation=list(planned.seed_derivation),
+            env_version=info["env_version"],
+            fixture_sha256=info["fixture_sha256"],
+            task_sha256=info["task_sha256"],
+            observation=copy_messages(observation),
+            attempts=attempt.number,
+            started_at=began,
+        )
+        return _Live(attempt, env, record, observation, time.perf_counter())
+
+    def turn(self, live: list[_Live], queue: deque[_Attempt]) -> list[_Live]:
+        """One batched agent call for every live episode, then one env step each."""
+        requests = [
+            AgentRequest(
+                observation=copy_messages(item.observation),
+                episode_id=item.record.episode_id,
+                turn=item.env.turn,
+                seed=derive_seed("agent", item.record.seed, item.env.turn),
+                oracle=item.env.oracle_action,
+                tools=getattr(item.env, "tools", None),
+            )
+            for item in live
+        ]
+        began = time.perf_counter()
+        try:
+            replies = self.agent.act(requests)
+            if len(replies) != len(requests):
+                raise RuntimeError(f"agent returned {len(replies)} replies for {len(requests)} requests")
+        except Exception as error:  # the whole batch failed: every episode in it did
+            failure = failure_of(error, "agent", "agent_error")
+            for item in live:
+                self.fail(item.attempt, failure, item, queue)
+            return []
+        agent_seconds = (time.perf_counter() - began) / len(requests)
+        stepping = list(zip(live, requests, replies, strict=True))
+
+        def step(job: tuple[_Live, AgentRequest, AgentReply]) -> _Failure | StepRecord:
+            return self.step(job[0], job[1], job[2], agent_seconds)
+
+        results: Iterable[_Failure | StepRecord] = (
+            self.pool.map(step, stepping) if self.pool is not None else [step(job) for job in stepping]
+        )
+        still_live = []
+        for (item, _, _), result in zip(stepping, results, strict=True):
+            if isinstance(result, _Failure):
+                self.fail(item.attempt, result, item, queue)
+            elif result.terminated or result.truncated:
+                self.finish(item)
+            else:
+                still_live.append(item)
+        return still_live
+
+    def step(
+        self, item: _Live, request: AgentRequest, reply: AgentReply, agent_seconds: float
+    ) -> _Failure | StepRecord:
+        if reply.error is not None:
+            return _Failure(reply.error_class, "agent", reply.error.splitlines()[0][:500] or "agent error", None)
+        began = time.perf_counter()
+        try:
+            observation, reward, terminated, truncated, info = item.env.step(reply.action)
+        except Exception as error:
+            return failure_of(error, "step", "infra_error")
+        rest, calls, results, grade = split_step_info(info)
+        step = StepRecord(
+            turn=request.turn,
+            agent_seed=request.seed,
+            action=reply.action,
+            agent=reply.trace(),
+            tool_calls=calls,
+            tool_results=results,
+            grade=grade,
+            reward=float(reward),
+            terminated=terminated,
+            truncated=truncated,
+            info=rest,
+            observation=ObservationDelta.between(item.observation, observation),
+            agent_seconds=agent_seconds,
+            env_seconds=time.perf_counter() - began,
+        )
+        item.record.steps.append(step)
+        item.record.reward += step.reward
+        item.observation = observation
+        if terminated or truncated:
+            item.record.grade = grade
+        return step
+
+    def finish(self, item: _Live) -> None:
+        item.record.wall_seconds = time.perf_counter() - item.started
+        self.free_envs.setdefault(item.record.env_id, []).append(item.env)
+        self.emit(item.record)
+
+    def fail(self, attempt: _Attempt, failure: _Failure, item: _Live | None, queue: deque[_Attempt]) -> None:
+        if item is not None:
+            if failure.stage == "agent":  # the env is fine; a broken env is not reused
+                self.free_envs.setdefault(item.record.env_id, []).append(item.env)
+            else:
+                item.env.close()
+        if failure.drop_class in RETRYABLE and attempt.number <= self.options.retries:
+            queue.appendleft(_Attempt(attempt.planned, attempt.number + 1, [*attempt.earlier_errors, failure.error]))
+            return
+        self.drop(attempt, failure, item)
+
+    def drop(self, attempt: _Attempt, failure: _Failure, item: _Live | None) -> None:
+        planned = attempt.planned
+        self.dropped += failure.drop_class not in ("skipped", "cancelled")
+        record = item.record if item is not None else None
+        self.emit(
+            DropRecord(
+                plan_id=planned.plan_id,
+                env_id=planned.env_id,
+                task_id=planned.task_id,
+                sample=planned.sample,
+                difficulty=planned.difficulty,
+                tags=list(planned.tags),
+                seed=planned.seed,
+                seed_derivation=list(planned.seed_derivation),
+                drop_class=failure.drop_class,
+                counted_as=COUNTED_AS[failure.drop_class],
+                stage=failure.stage,
+                error=failure.error,
+                traceback=failure.traceback,
+                attempts=attempt.number,
+                earlier_errors=attempt.earlier_errors,
+                episode_id=None if record is None else record.episode_id,
+                observation=[] if record is None else record.observation,
+                steps=[] if record is None else record.steps,
+                started_at=time.time() if record is None else record.started_at,
+                wall_seconds=0.0 if item is None else time.perf_counter() - item.started,
+            )
+        )
+
+    def cancel(self, live: list[_Live], queue: deque[_Attempt]) -> None:
+        reason = f"run cancelled: more than max_drops={self.options.max_drops} episodes dropped"
+        for item in live:
+            item.env.close()
+            self.drop(item.attempt, _Failure("cancelled", "runner", reason, None), item)
+        while queue:
+            self.drop(queue.popleft(), _Failure("cancelled", "runner", reason, None), None)
+
+    def emit(self, outcome: Outcome) -> None:
+        self.sink.add(outcome)
+        if self.on_outcome is not None:
+            self.on_outcome(outcome)
+
+
+def evaluate(
+    env_ids: Sequence[str],
+    agent: Agent,
+    *,
+    episodes: int | None,
+    samples: int = 1,
+    seed: int = 0,
+    options: RunOptions | None = None,
+) -> MemorySink:
+    """Plan and run in memory, without a card: for library use and quick checks."""
+    from frostgym.cards.plan import make_plan
+
+    options = options or RunOptions()
+    plan = make_plan(
+        env_ids, split=options.split, episodes=episodes, samples=samples, seed=seed, env_kwargs=options.env_kwargs
+    )
+    sink = MemorySink()
+    run_plan(plan, agent, sink, options)
+    return sink
