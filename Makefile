@@ -21,10 +21,12 @@ install: $(STAMP)
 # present) on every family, and the oracle as the ceiling beside it. SQL runs fewer, shorter
 # episodes: its schema prompts are 0.5-2.4k tokens, which a 2-core CPU prefills at ~500 tokens/s.
 eval: $(STAMP)
+	rm -rf $(EVAL_OUT)
 	$(BIN)/frostgym eval --env $(MATH_ENVS) --agent smollm2 --episodes 8 --seed 0 --max-new-tokens 256 --out $(EVAL_OUT)/smollm2-math
 	$(BIN)/frostgym eval --env frostgym/SQL-v0 --agent smollm2 --episodes 4 --seed 0 --max-new-tokens 192 --max-turns 2 --out $(EVAL_OUT)/smollm2-sql
 	$(BIN)/frostgym eval --env $(MATH_ENVS),frostgym/SQL-v0 --agent oracle --episodes 16 --seed 0 --out $(EVAL_OUT)/oracle
-	@echo "results: $(EVAL_OUT)/smollm2-math/result.json, $(EVAL_OUT)/smollm2-sql/result.json (embedded default), $(EVAL_OUT)/oracle/result.json (ceiling)"
+	$(BIN)/frostgym replay $(EVAL_OUT)/smollm2-math
+	@echo "rollout cards: $(EVAL_OUT)/smollm2-math, $(EVAL_OUT)/smollm2-sql (embedded default), $(EVAL_OUT)/oracle (ceiling)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check frostgym tests benchmarks

@@ -202,6 +202,7 @@ def regrade_cmd(
     except (FileExistsError, ValueError) as error:
         raise typer.BadParameter(str(error)) from error
     table = Table("compared", "unchanged", "changed", "graders before", "graders after")
+
     def fmt(graders: dict[str, list[str]]) -> str:
         return ", ".join(f"{name} {'/'.join(versions)}" for name, versions in graders.items())
 

@@ -318,7 +318,7 @@ class _Run:
                 drop_class=failure.drop_class,
                 counted_as=COUNTED_AS[failure.drop_class],
                 stage=failure.stage,
-                error=failure.error,
+                error=failure.error.splitlines()[0][:500] if failure.error else failure.drop_class,
                 traceback=failure.traceback,
                 attempts=attempt.number,
                 earlier_errors=attempt.earlier_errors,

@@ -52,10 +52,10 @@ class AgentReply:
     def trace(self) -> dict[str, Any]:
         """Everything but the action, for the episode record."""
         return {
+            **self.extra,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "finish_reason": self.finish_reason,
-            **self.extra,
         }
 
 

@@ -21,7 +21,14 @@ from pathlib import Path
 from typing import Any, Literal
 
 from frostgym.cards.plan import SEEDING, PlannedEpisode, plan_sha256
-from frostgym.cards.store import CardCorruptError, JsonlAppender, read_json, read_jsonl, write_json_atomic
+from frostgym.cards.store import (
+    CardCorruptError,
+    JsonlAppender,
+    gc_paused,
+    read_json,
+    read_jsonl,
+    write_json_atomic,
+)
 from frostgym.cards.views import compute_views
 from frostgym.core.episode import DropRecord, EpisodeRecord
 from frostgym.core.grade import passes
@@ -70,6 +77,7 @@ class CardWriter:
     ) -> CardWriter:
         """A new card; ``config["identity"]`` is what a resume must match."""
         directory.mkdir(parents=True, exist_ok=True)
+        entries = [p.to_dict() for p in plan]
         if any(directory.iterdir()):
             raise FileExistsError(f"{directory} is not empty: pass --resume to finish the card there, or a new --out")
         card = {
@@ -79,7 +87,7 @@ class CardWriter:
             "created_at": _now(),
             "config": config,
             "seeding": {"run_seed": config["identity"]["seed"], **SEEDING},
-            "plan": {"sha256": plan_sha256(plan), "episodes": [p.to_dict() for p in plan]},
+            "plan": {"sha256": plan_sha256(entries), "episodes": entries},
             **provenance,
             "sessions": [{"started_at": _now(), "ended_at": None, "resumed": False, "written": 0}],
         }
@@ -115,6 +123,8 @@ class CardWriter:
         card["config"]["execution"] = config["execution"]
         card["config"]["ks"] = config["ks"]
         card["status"] = "running"
+        for stale in ("updated_at", "files", "graders", "accounting", "views"):  # recomputed at close
+            card.pop(stale, None)
         card["sessions"].append({"started_at": _now(), "ended_at": None, "resumed": True, "written": 0})
         writer = cls(directory, card, done, fsync_seconds, lock)
         write_json_atomic(directory / CARD_FILE, card)
@@ -203,6 +213,11 @@ def accounting(plan_ids: set[str], episodes: list[dict[str, Any]], drops: list[d
 
 def summarize_card(directory: Path, card: Mapping[str, Any], status: CardStatus) -> dict[str, Any]:
     """Accounting, checksums, grader versions and views, from the files on disk."""
+    with gc_paused():
+        return _summarize(directory, card, status)
+
+
+def _summarize(directory: Path, card: Mapping[str, Any], status: CardStatus) -> dict[str, Any]:
     episodes = read_jsonl(directory / EPISODES_FILE)
     drops = read_jsonl(directory / DROPS_FILE)
     plan_ids = {p["plan_id"] for p in card["plan"]["episodes"]}

@@ -7,14 +7,15 @@ same run, and a card lists what was promised, not only what happened.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, cast
 
 import gymnasium
+import orjson
 
 from frostgym.core.env import FrozenEnv
-from frostgym.core.hashing import sha256_json
 from frostgym.core.seeding import SeedPart, derive_generator, derive_seed
 from frostgym.core.splits import Split
 from frostgym.core.tasks import Task
@@ -40,10 +41,18 @@ class PlannedEpisode:
     tags: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["seed_derivation"] = list(self.seed_derivation)
-        data["tags"] = list(self.tags)
-        return data
+        # Spelled out rather than ``dataclasses.asdict``, which deep-copies and costs
+        # ~30 us per entry: a 10k-episode plan is hashed and written at every start.
+        return {
+            "plan_id": self.plan_id,
+            "env_id": self.env_id,
+            "task_id": self.task_id,
+            "sample": self.sample,
+            "seed": self.seed,
+            "seed_derivation": list(self.seed_derivation),
+            "difficulty": self.difficulty,
+            "tags": list(self.tags),
+        }
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PlannedEpisode:
@@ -97,6 +106,8 @@ def make_plan(
     """Every (env, task, sample, seed) of a run, in the order it will be started."""
     if samples < 1 or (episodes is not None and episodes < 1):
         raise ValueError("episodes and samples must be >= 1")
+    if seed < 0:
+        raise ValueError(f"the run seed must be >= 0, got {seed}")
     if len(set(env_ids)) != len(env_ids):
         raise ValueError(f"env ids repeat: {list(env_ids)}")
     plan: list[PlannedEpisode] = []
@@ -124,5 +135,8 @@ def make_plan(
     return plan
 
 
-def plan_sha256(plan: Sequence[PlannedEpisode]) -> str:
-    return sha256_json([p.to_dict() for p in plan])
+def plan_sha256(plan: Sequence[PlannedEpisode] | Sequence[Mapping[str, Any]]) -> str:
+    """Hash of the plan entries (sorted-key JSON via orjson: a 10k-episode plan hashes in
+    ~10 ms, where ``json.dumps(sort_keys=True)`` takes ten times that)."""
+    entries = [p.to_dict() if isinstance(p, PlannedEpisode) else p for p in plan]
+    return hashlib.sha256(orjson.dumps(entries, option=orjson.OPT_SORT_KEYS)).hexdigest()

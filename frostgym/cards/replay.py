@@ -21,7 +21,7 @@ from frostgym.cards.plan import PlannedEpisode, make_env
 from frostgym.cards.run import run_to_card
 from frostgym.cards.store import CardCorruptError, dumps_line, write_json_atomic
 from frostgym.core.env import FrozenEnv
-from frostgym.core.episode import ObservationDelta, split_step_info
+from frostgym.core.episode import EPISODE_INFO_KEYS, ObservationDelta, split_step_info
 from frostgym.runner import RunOptions
 
 
@@ -80,7 +80,7 @@ def _short(value: Any) -> str:
 def replay_episode(env: FrozenEnv, episode: Mapping[str, Any]) -> str | None:
     """The first divergence of one recorded episode in ``env``, or None."""
     observation, info = env.reset(seed=episode["seed"], options={"task_id": episode["task_id"]})
-    start = {k: info[k] for k in ("episode_id", "env_version", "fixture_sha256", "task_sha256")}
+    start = {k: info[k] for k in EPISODE_INFO_KEYS}
     found = first_difference({k: episode[k] for k in start}, _json(start), "reset")
     found = found or first_difference(episode["observation"], _json(observation), "reset.observation")
     if found:
@@ -160,7 +160,7 @@ def regrade_card(source: Path, out: Path, options: RunOptions | None = None) -> 
     plan = [PlannedEpisode.from_dict(p) for p in card["plan"]["episodes"]]
     skip = {d["plan_id"]: f"dropped in {source} as {d['drop_class']}: {d['error']}" for d in drops}
     agent = ReplayAgent.from_card(source)
-    regraded_from = {"path": str(source), "card_sha256": agent.sha256, "graders": card.get("graders", {})}
+    regraded_from = {"path": str(source), "episodes_sha256": agent.sha256, "graders": card.get("graders", {})}
     new_card = run_to_card(out, agent, config, options, plan=plan, skip=skip, extra={"regraded_from": regraded_from})
     _, new_episodes, _ = load_card(out)
     diff = grade_diff(episodes, new_episodes)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
@@ -262,12 +262,25 @@ def _mean(values: Sequence[float]) -> float | None:
     return math.fsum(values) / len(values) if values else None
 
 
-def _by_task(samples: Iterable[_Sample]) -> list[list[_Sample]]:
-    """Samples per task in sample order (what maj@k reads), tasks in a fixed order."""
-    tasks: dict[tuple[str, str], list[_Sample]] = defaultdict(list)
-    for sample in samples:
-        tasks[sample.task].append(sample)
-    return [sorted(tasks[task], key=lambda s: s.index) for task in sorted(tasks)]
+@dataclass(frozen=True)
+class _Task:
+    """One task's counted samples, reduced once per group so that every k costs O(1)
+    (O(k) for maj@k) instead of another pass over the samples."""
+
+    n: int
+    c: int
+    best_reward: float
+    votes: tuple[tuple[str | None, bool], ...]  # (answer key, passed) in sample order
+
+
+def _task_of(samples: Sequence[_Sample]) -> _Task:
+    ordered = sorted(samples, key=lambda s: s.index)
+    return _Task(
+        n=len(ordered),
+        c=sum(s.passed for s in ordered),
+        best_reward=max(s.reward for s in ordered),
+        votes=tuple((s.answer, s.passed) for s in ordered),
+    )
 
 
 def _aggregate(per_task: Sequence[float | None]) -> dict[str, Any]:
@@ -276,78 +289,97 @@ def _aggregate(per_task: Sequence[float | None]) -> dict[str, Any]:
     return {"value": _mean(counted), "tasks_counted": len(counted), "tasks_n_lt_k": len(per_task) - len(counted)}
 
 
-def _task_pass_at_k(samples: Sequence[_Sample], k: int) -> float | None:
-    return pass_at_k(len(samples), sum(s.passed for s in samples), k)
-
-
-def _task_pass_hat_k(samples: Sequence[_Sample], k: int) -> float | None:
-    return pass_hat_k(len(samples), sum(s.passed for s in samples), k)
-
-
-def _task_maj_at_k(samples: Sequence[_Sample], k: int) -> float | None:
+def _task_maj_at_k(task: _Task, k: int) -> float | None:
     """Solved when the winning answer was given by a passing sample: answer keys can agree
     while a required component (a format check, say) still fails."""
-    if len(samples) < k:
+    if task.n < k:
         return None
-    first = samples[:k]
-    winner = majority_vote([s.answer for s in first])
+    first = task.votes[:k]
+    winner = majority_vote([answer for answer, _ in first])
     if winner is None:
         return 0.0
-    return 1.0 if any(s.answer == winner and s.passed for s in first) else 0.0
+    return 1.0 if any(answer == winner and passed for answer, passed in first) else 0.0
 
 
-def _per_k(
-    tasks: Sequence[Sequence[_Sample]], ks: Sequence[int], task_value: Callable[[Sequence[_Sample], int], float | None]
-) -> dict[str, Any]:
-    return {str(k): _aggregate([task_value(samples, k) for samples in tasks]) for k in ks}
+@dataclass(frozen=True)
+class _TaskValues:
+    """Everything a view needs from one task under one rule, computed once and shared by
+    the overall view and every slice the task is in."""
+
+    rewards: tuple[float, ...]
+    components: Mapping[str, list[float]]  # name -> values over the task's graded samples
+    task: _Task
+    per_k: Mapping[str, Mapping[int, float | None]]  # metric -> k -> value
 
 
-def _component_means(samples: Iterable[_Sample]) -> dict[str, float]:
-    values: dict[str, list[float]] = defaultdict(list)
+def _task_values(samples: Sequence[_Sample], ks: Sequence[int]) -> _TaskValues:
+    task = _task_of(samples)
+    components: dict[str, list[float]] = defaultdict(list)
     for sample in samples:
         for name, value in (sample.components or {}).items():
-            values[name].append(value)
+            components[name].append(value)
+    return _TaskValues(
+        rewards=tuple(s.reward for s in samples),
+        components=components,
+        task=task,
+        per_k={
+            "pass@k": {k: pass_at_k(task.n, task.c, k) for k in ks},
+            "pass^k": {k: pass_hat_k(task.n, task.c, k) for k in ks},
+            "maj@k": {k: _task_maj_at_k(task, k) for k in ks},
+        },
+    )
+
+
+def _component_means(tasks: Iterable[_TaskValues]) -> dict[str, float]:
+    values: dict[str, list[float]] = defaultdict(list)
+    for task in tasks:
+        for name, task_values in task.components.items():
+            values[name] += task_values
     return {name: math.fsum(values[name]) / len(values[name]) for name in sorted(values)}
 
 
-def _best_of_n(tasks: Sequence[Sequence[_Sample]]) -> dict[str, Any]:
+def _metrics(tasks: Sequence[_TaskValues], ks: Sequence[int]) -> dict[str, Any]:
+    rewards = [reward for t in tasks for reward in t.rewards]
+    sizes = [t.task.n for t in tasks]
     return {
-        "value": _mean([max(s.reward for s in samples) for samples in tasks]),
-        "tasks_counted": len(tasks),
-        "pass_any": _mean([float(any(s.passed for s in samples)) for samples in tasks]),
-    }
-
-
-def _metrics(samples: Sequence[_Sample], ks: Sequence[int]) -> dict[str, Any]:
-    tasks = _by_task(samples)
-    sizes = [len(task) for task in tasks]
-    return {
-        "episodes": len(samples),
+        "episodes": len(rewards),
         "tasks": len(tasks),
         "per_task_n": {"min": min(sizes), "max": max(sizes)} if sizes else None,
-        "mean_reward": _mean([s.reward for s in samples]),
-        "component_means": _component_means(samples),
-        "pass@k": _per_k(tasks, ks, _task_pass_at_k),
-        "pass^k": _per_k(tasks, ks, _task_pass_hat_k),
-        "maj@k": _per_k(tasks, ks, _task_maj_at_k),
-        "best_of_n": _best_of_n(tasks),
+        "mean_reward": _mean(rewards),
+        "component_means": _component_means(tasks),
+        **{
+            metric: {str(k): _aggregate([t.per_k[metric][k] for t in tasks]) for k in ks}
+            for metric in ("pass@k", "pass^k", "maj@k")
+        },
+        "best_of_n": {
+            "value": _mean([t.task.best_reward for t in tasks]),
+            "tasks_counted": len(tasks),
+            "pass_any": _mean([float(t.task.c > 0) for t in tasks]),
+        },
     }
 
 
-def _both_rules(counted: Mapping[Rule, Sequence[_Sample]], ks: Sequence[int]) -> dict[str, Any]:
-    return {rule: _metrics(counted[rule], ks) for rule in RULE_NAMES}
+TaskKey = tuple[str, str]
 
 
-def _slice_view(
-    view: str, keys: Iterable[str], counted: Mapping[Rule, Sequence[_Sample]], ks: Sequence[int]
+def _tables(counted: Mapping[Rule, Sequence[_Sample]], ks: Sequence[int]) -> dict[Rule, dict[TaskKey, _TaskValues]]:
+    """Per rule, every task with at least one counted sample, in a fixed task order."""
+    tables: dict[Rule, dict[TaskKey, _TaskValues]] = {}
+    for rule in RULE_NAMES:
+        grouped: dict[TaskKey, list[_Sample]] = defaultdict(list)
+        for sample in counted[rule]:
+            grouped[sample.task].append(sample)
+        tables[rule] = {key: _task_values(grouped[key], ks) for key in sorted(grouped)}
+    return tables
+
+
+def _both_rules(
+    tables: Mapping[Rule, Mapping[TaskKey, _TaskValues]], members: set[TaskKey] | None, ks: Sequence[int]
 ) -> dict[str, Any]:
-    """One slice per key seen in any record, even one whose samples were all dropped, so the
-    set of slices does not depend on the rule."""
-    result: dict[str, Any] = {}
-    for key in sorted(set(keys)):
-        member = {rule: [s for s in counted[rule] if (view, key) in s.slices] for rule in RULE_NAMES}
-        result[key] = _both_rules(member, ks)
-    return result
+    return {
+        rule: _metrics([v for key, v in tables[rule].items() if members is None or key in members], ks)
+        for rule in RULE_NAMES
+    }
 
 
 def _normalise_ks(ks: Sequence[int]) -> list[int]:
@@ -372,13 +404,20 @@ def compute_views(
         "errors_excluded": completed,
     }
     every = [*completed, *(sample for sample, _ in dropped)]
+    tables = _tables(counted, ks_sorted)
     views: dict[str, Any] = {
         "ks": ks_sorted,
         "rules": dict(RULES),
         "definitions": dict(DEFINITIONS),
-        "overall": _both_rules(counted, ks_sorted),
+        "overall": _both_rules(tables, None, ks_sorted),
     }
+    # A slice holds the tasks any of whose samples (dropped ones too) carry its key, so the
+    # set of slices does not depend on the rule.
     for view in SLICES:
-        keys = [key for sample in every for name, key in sample.slices if name == view]
-        views[view] = _slice_view(view, keys, counted, ks_sorted)
+        members: dict[str, set[TaskKey]] = defaultdict(set)
+        for sample in every:
+            for name, key in sample.slices:
+                if name == view:
+                    members[key].add(sample.task)
+        views[view] = {key: _both_rules(tables, members[key], ks_sorted) for key in sorted(members)}
     return views

@@ -86,11 +86,25 @@ class StepRecord:
     env_seconds: float
 
 
+#: ``info`` keys that ``FrozenEnv`` keeps constant through an episode: the episode
+#: record holds them once, so step records leave them out.
+EPISODE_INFO_KEYS = (
+    "task_id",
+    "episode_id",
+    "env_version",
+    "fixture_sha256",
+    "task_sha256",
+    "split",
+    "difficulty",
+    "tags",
+)
+
+
 def split_step_info(info: dict[str, Any]) -> tuple[dict[str, Any], list[Any], list[Any], dict[str, Any] | None]:
     """(rest of info, tool calls, tool results, grade) from an env's step ``info``: the
-    one place that decides which info fields a step record lifts out, for both the
-    runner and replay."""
-    rest = dict(info)
+    one place that decides which info fields a step record lifts out or leaves out, for
+    both the runner and replay."""
+    rest = {k: v for k, v in info.items() if k not in EPISODE_INFO_KEYS}
     calls = rest.pop("tool_calls", [])
     results = rest.pop("tool_results", [])
     grade = rest.pop("grade", None)

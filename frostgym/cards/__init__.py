@@ -1,0 +1,1 @@
+"""Rollout cards: the plan, the on-disk card, score views, replay and regrade."""

@@ -1,0 +1,562 @@
+"""JSON Schemas (draft 2020-12) of the three files of a rollout card.
+
+A card is meant to be read by tools that are not frostgym: dashboards, notebooks, other
+languages. These schemas are the published contract of what they may rely on, printed by
+``frostgym schema card|episode|drop``. They are written by hand, not generated from the
+dataclasses, so that a change to a record shows up as a change to the contract in review;
+the closed vocabularies (drop classes, stages, roles, splits, reporting rules) are imported
+from the code that defines them, so they cannot drift. ``tests/test_card_schema.py`` builds
+real cards and checks every file against these schemas, and checks that mutated files are
+rejected.
+
+Record objects are closed (``additionalProperties: false``): a field added to a record is
+a new contract version. Data that belongs to someone else stays open: an agent's
+``describe()`` and per-step trace, a grade's ``details``, an env's step ``info``,
+tool calls and their results, env kwargs and sampling parameters.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, get_args
+
+from frostgym.cards.card import CARD_SCHEMA, DROPS_FILE, EPISODES_FILE, CardStatus
+from frostgym.cards.plan import SEEDING
+from frostgym.cards.views import RULE_NAMES, SLICES
+from frostgym.core.episode import COUNTED_AS, DROP_CLASSES, CountedAs, Stage
+from frostgym.core.messages import ROLES
+from frostgym.core.seeding import SEED_BITS
+from frostgym.core.splits import ALL_SPLITS
+
+__all__ = ["SCHEMAS"]
+
+Schema = dict[str, Any]
+
+DRAFT: Final = "https://json-schema.org/draft/2020-12/schema"
+BASE_URL: Final = "https://frostgym.dev/schema"
+#: The states whose ``card.json`` was rewritten from the files on disk at close.
+CLOSED_STATUSES: Final[tuple[str, ...]] = ("interrupted", "complete")
+#: Keys ``CardWriter.close`` adds; a card that has been closed once always has them.
+SUMMARY_KEYS: Final[tuple[str, ...]] = ("updated_at", "files", "graders", "accounting", "views")
+
+
+# ---------------------------------------------------------------------------------------------
+# Small builders, so the schemas below read like the records they describe
+
+
+def ref(name: str) -> Schema:
+    return {"$ref": f"#/$defs/{name}"}
+
+
+def nullable(schema: Schema) -> Schema:
+    """``schema`` or JSON null."""
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def string(**extra: Any) -> Schema:
+    return {"type": "string", **extra}
+
+
+def integer(minimum: int | None = 0, **extra: Any) -> Schema:
+    schema: Schema = {"type": "integer", **extra}
+    if minimum is not None:
+        schema["minimum"] = minimum
+    return schema
+
+
+def number(**extra: Any) -> Schema:
+    return {"type": "number", **extra}
+
+
+def unit() -> Schema:
+    """A number in [0, 1]: scores, components, rates."""
+    return {"type": "number", "minimum": 0, "maximum": 1}
+
+
+def boolean() -> Schema:
+    return {"type": "boolean"}
+
+
+def array(items: Schema, **extra: Any) -> Schema:
+    return {"type": "array", "items": items, **extra}
+
+
+def enum(values: tuple[str, ...] | list[str]) -> Schema:
+    return {"type": "string", "enum": list(values)}
+
+
+def mapping(values: Schema, **extra: Any) -> Schema:
+    """An object used as a dictionary: any keys, every value matching ``values``."""
+    return {"type": "object", "additionalProperties": values, **extra}
+
+
+def open_object(description: str, **properties: Schema) -> Schema:
+    """An object whose shape is not ours to fix; known keys are still typed."""
+    schema: Schema = {"type": "object", "description": description}
+    if properties:
+        schema["properties"] = properties
+    return schema
+
+
+def record(properties: dict[str, Schema], *, optional: tuple[str, ...] = (), description: str = "") -> Schema:
+    """A closed object: every property required unless listed in ``optional``, no others."""
+    schema: Schema = {"type": "object"}
+    if description:
+        schema["description"] = description
+    schema["properties"] = properties
+    schema["required"] = [name for name in properties if name not in optional]
+    schema["additionalProperties"] = False
+    return schema
+
+
+def document(kind: str, title: str, description: str, body: Schema, defs: dict[str, Schema]) -> Schema:
+    if "description" in body:
+        raise ValueError("describe the document, not its body")
+    return {
+        "$schema": DRAFT,
+        "$id": f"{BASE_URL}/{kind}/1.json",
+        "title": title,
+        "description": description,
+        **body,
+        "$defs": defs,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Shared pieces ($defs)
+
+SHA256: Final = string(pattern="^[0-9a-f]{64}$")
+TIMESTAMP: Final = string(format="date-time")
+UNIX_TIME: Final = number(minimum=0, description="seconds since the epoch")
+SECONDS: Final = number(minimum=0)
+ONE_LINE: Final = {"type": "string", "not": {"pattern": "[\\n\\r]"}, "description": "one line"}
+
+
+def _seed() -> Schema:
+    return integer(0, maximum=2**SEED_BITS - 1, description="a derived seed: 63 bits, so it fits int64")
+
+
+def _seed_derivation() -> Schema:
+    return array(
+        {"anyOf": [string(), integer(0)]},
+        minItems=1,
+        description="the frostgym.core.seeding.derive_seed parts that gave the seed",
+    )
+
+
+def _message() -> Schema:
+    """``frostgym.core.messages.Message``: an OpenAI-style chat message."""
+    return record(
+        {
+            "role": enum(sorted(ROLES)),
+            "content": string(),
+            "name": string(),
+            "tool_calls": array({"type": "object"}),
+            "tool_call_id": string(),
+        },
+        optional=("name", "tool_calls", "tool_call_id"),
+    )
+
+
+def _grade() -> Schema:
+    """``frostgym.core.grade.Grade.to_dict``."""
+    return record(
+        {
+            "score": unit(),
+            "components": mapping(unit()),
+            "weights": mapping(number(minimum=0)),
+            "required": array(string()),
+            "grader": string(minLength=1),
+            "grader_version": string(minLength=1),
+            "label": nullable(string()),
+            "details": open_object("grader-specific detail; answer_key (string or null) is what maj@k votes with"),
+        },
+        description="a grader's verdict; score is 0 when a required component is 0",
+    )
+
+
+def _observation_delta() -> Schema:
+    return record(
+        {"keep": integer(0), "new": array(ref("message"))},
+        description="the observation after a step: the first `keep` messages of the one before, then `new`",
+    )
+
+
+def _step() -> Schema:
+    """``frostgym.core.episode.StepRecord``."""
+    return record(
+        {
+            "turn": integer(0),
+            "agent_seed": ref("seed"),
+            "action": {
+                "description": "exactly what the agent returned: text, or a structured tool-calling reply",
+                "anyOf": [string(), open_object("a structured reply, e.g. {content, tool_calls}")],
+            },
+            "agent": open_object(
+                "the agent's trace for this call (token counts, finish reason, anything else it reports)",
+                prompt_tokens=nullable(integer(0)),
+                completion_tokens=nullable(integer(0)),
+                finish_reason=nullable(string()),
+            ),
+            "tool_calls": array(open_object("a tool call as the env parsed it")),
+            "tool_results": array(open_object("what one tool call returned")),
+            "grade": nullable(ref("grade")),
+            "reward": number(),
+            "terminated": boolean(),
+            "truncated": boolean(),
+            "info": open_object(
+                "the env's step info minus the fields lifted out above",
+                turn=integer(0),
+                max_turns=integer(1),
+                episode_id=string(),
+                task_id=string(),
+                split=enum(ALL_SPLITS),
+                env_version=string(),
+                fixture_sha256=SHA256,
+                task_sha256=SHA256,
+                difficulty=nullable(string()),
+                tags=array(string()),
+                action_sanitized=boolean(),
+            ),
+            "observation": ref("observation_delta"),
+            "agent_seconds": SECONDS,
+            "env_seconds": SECONDS,
+        }
+    )
+
+
+def _plan_entry() -> Schema:
+    """``frostgym.cards.plan.PlannedEpisode.to_dict``."""
+    return record(
+        {
+            "plan_id": string(minLength=1, description="ENV_ID:TASK_ID:SAMPLE, unique within the plan"),
+            "env_id": string(minLength=1),
+            "task_id": string(minLength=1),
+            "sample": integer(0),
+            "seed": ref("seed"),
+            "seed_derivation": ref("seed_derivation"),
+            "difficulty": nullable(string()),
+            "tags": array(string()),
+        }
+    )
+
+
+def _aggregate() -> Schema:
+    return record(
+        {
+            "value": nullable(unit()),
+            "tasks_counted": integer(0),
+            "tasks_n_lt_k": integer(0, description="tasks with fewer than k counted samples, left out"),
+        },
+        description="a per-task estimate averaged over the tasks with n >= k; value is null when none has",
+    )
+
+
+def _metrics() -> Schema:
+    """What ``frostgym.cards.views`` computes for one slice under one rule."""
+    per_k = mapping(ref("aggregate"), propertyNames={"pattern": "^[1-9][0-9]*$"})
+    return record(
+        {
+            "episodes": integer(0),
+            "tasks": integer(0),
+            "per_task_n": nullable(record({"min": integer(1), "max": integer(1)})),
+            "mean_reward": nullable(number()),
+            "component_means": mapping(unit()),
+            "pass@k": per_k,
+            "pass^k": per_k,
+            "maj@k": per_k,
+            "best_of_n": record(
+                {"value": nullable(number()), "tasks_counted": integer(0), "pass_any": nullable(unit())}
+            ),
+        },
+    )
+
+
+def _by_rule() -> Schema:
+    """The same metrics under each reporting rule for drops."""
+    return record({rule: ref("metrics") for rule in RULE_NAMES})
+
+
+def _file_manifest() -> Schema:
+    return record({"sha256": SHA256, "bytes": integer(0), "lines": integer(0)})
+
+
+def _graders() -> Schema:
+    return mapping(array(string(), uniqueItems=True), description="grader name -> versions seen in the episodes")
+
+
+RECORD_DEFS: Final[dict[str, Schema]] = {
+    "seed": _seed(),
+    "seed_derivation": _seed_derivation(),
+    "message": _message(),
+    "observation": array(ref("message"), description="a chat history"),
+    "observation_delta": _observation_delta(),
+    "grade": _grade(),
+    "step": _step(),
+}
+
+CARD_DEFS: Final[dict[str, Schema]] = {
+    "seed": _seed(),
+    "seed_derivation": _seed_derivation(),
+    "plan_entry": _plan_entry(),
+    "file_manifest": _file_manifest(),
+    "graders": _graders(),
+    "aggregate": _aggregate(),
+    "metrics": _metrics(),
+    "by_rule": _by_rule(),
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# episodes.jsonl
+
+
+def _episode_schema() -> Schema:
+    """One line of ``episodes.jsonl``: ``frostgym.core.episode.EpisodeRecord``."""
+    body = record(
+        {
+            "plan_id": string(minLength=1),
+            "episode_id": string(minLength=1),
+            "env_id": string(minLength=1),
+            "task_id": string(minLength=1),
+            "sample": integer(0),
+            "split": enum(ALL_SPLITS),
+            "difficulty": nullable(string()),
+            "tags": array(string()),
+            "seed": ref("seed"),
+            "seed_derivation": ref("seed_derivation"),
+            "env_version": string(minLength=1),
+            "fixture_sha256": SHA256,
+            "task_sha256": SHA256,
+            "observation": ref("observation"),
+            "steps": array(ref("step")),
+            "reward": number(),
+            "grade": nullable(ref("grade")),
+            "attempts": integer(1),
+            "started_at": UNIX_TIME,
+            "wall_seconds": SECONDS,
+        }
+    )
+    return document(
+        "episode",
+        "frostgym episode record",
+        "One line of a rollout card's episodes.jsonl: a completed episode, its full trajectory and its grade.",
+        body,
+        RECORD_DEFS,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# drops.jsonl
+
+
+def _counted_as_rules() -> list[Schema]:
+    """``counted_as`` follows from ``drop_class`` (``COUNTED_AS``): one if/then per value."""
+    rules = []
+    for how in get_args(CountedAs):
+        classes = [name for name in DROP_CLASSES if COUNTED_AS[name] == how]
+        if classes:
+            rules.append(
+                {
+                    "if": {"properties": {"drop_class": {"enum": classes}}, "required": ["drop_class"]},
+                    "then": {"properties": {"counted_as": {"const": how}}},
+                }
+            )
+    return rules
+
+
+def _drop_schema() -> Schema:
+    """One line of ``drops.jsonl``: ``frostgym.core.episode.DropRecord``."""
+    body = record(
+        {
+            "plan_id": string(minLength=1),
+            "env_id": string(minLength=1),
+            "task_id": string(minLength=1),
+            "sample": integer(0),
+            "difficulty": nullable(string()),
+            "tags": array(string()),
+            "seed": ref("seed"),
+            "seed_derivation": ref("seed_derivation"),
+            "drop_class": enum(DROP_CLASSES),
+            "counted_as": enum(get_args(CountedAs)),
+            "stage": enum(get_args(Stage)),
+            "error": ONE_LINE,
+            "traceback": nullable(string()),
+            "attempts": integer(1),
+            "earlier_errors": array(ONE_LINE, description="one line per failed earlier attempt"),
+            "episode_id": nullable(string(minLength=1)),
+            "observation": ref("observation"),
+            "steps": array(ref("step")),
+            "started_at": UNIX_TIME,
+            "wall_seconds": SECONDS,
+        }
+    )
+    body["allOf"] = _counted_as_rules()
+    return document(
+        "drop",
+        "frostgym drop record",
+        "One line of a rollout card's drops.jsonl: an episode that was not scored normally, why, and how views "
+        "count it. episode_id is null when the episode never reset; observation and steps are what it got to.",
+        body,
+        RECORD_DEFS,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# card.json
+
+
+def _config() -> Schema:
+    """``frostgym.cards.run.card_config``."""
+    identity = record(
+        {
+            "env_ids": array(string(minLength=1), minItems=1, uniqueItems=True),
+            "split": enum(ALL_SPLITS),
+            "episodes": nullable(integer(1)),
+            "samples": integer(1),
+            "seed": integer(0),
+            "env_kwargs": open_object("keyword arguments passed to every env"),
+            "agent": string(minLength=1, description="the agent spec, e.g. oracle, hf:PATH, replay:DIR"),
+            "sampling": open_object(
+                "sampling parameters (frostgym.agents.sampling.SamplingParams)",
+                temperature=number(minimum=0),
+                top_p=number(minimum=0, maximum=1),
+                max_new_tokens=integer(1),
+                stop=array(string()),
+                seed=integer(0),
+                logprobs=boolean(),
+            ),
+        },
+        description="what defines the run: a resume must match it",
+    )
+    execution = record(
+        {
+            "batch_size": integer(1),
+            "workers": integer(1),
+            "retries": integer(0),
+            "max_drops": nullable(integer(0)),
+        },
+        description="how the run was executed; may change between sessions without changing any episode",
+    )
+    return record({"identity": identity, "execution": execution, "ks": array(integer(1), minItems=1, uniqueItems=True)})
+
+
+def _accounting() -> Schema:
+    """``frostgym.cards.card.accounting``."""
+    return record(
+        {
+            "planned": integer(0),
+            "completed": integer(0),
+            "dropped": integer(0),
+            "pending": integer(0),
+            "succeeded": integer(0),
+            "failed": integer(0),
+            "errored": integer(0),
+            "skipped": integer(0),
+            "dropped_by_class": mapping(integer(1), propertyNames=enum(DROP_CLASSES)),
+            "dropped_counted_as_failure": integer(0),
+            "invariants": array(string()),
+            "balanced": boolean(),
+        }
+    )
+
+
+def _views() -> Schema:
+    """``frostgym.cards.views.compute_views``."""
+    slices = {name: mapping(ref("by_rule"), description=f"{name[3:]} -> metrics per rule") for name in SLICES}
+    return record(
+        {
+            "ks": array(integer(1), minItems=1, uniqueItems=True),
+            "rules": record({rule: string() for rule in RULE_NAMES}),
+            "definitions": mapping(string()),
+            "overall": ref("by_rule"),
+            **slices,
+        }
+    )
+
+
+def _card_schema() -> Schema:
+    properties: dict[str, Schema] = {
+        "schema": {"const": CARD_SCHEMA},
+        "status": enum(get_args(CardStatus)),
+        "frostgym_version": string(minLength=1),
+        "created_at": TIMESTAMP,
+        "config": _config(),
+        "seeding": record({"run_seed": integer(0), **{name: string() for name in SEEDING}}),
+        "plan": record({"sha256": SHA256, "episodes": array(ref("plan_entry"))}),
+        "agent": open_object("the agent's describe(): its spec and parameters", spec=string(minLength=1)),
+        "envs": mapping(
+            record(
+                {
+                    "family": string(minLength=1),
+                    "env_version": string(minLength=1),
+                    "source": string(minLength=1),
+                    "source_version": string(minLength=1),
+                    "fixture_sha256": SHA256,
+                    "max_turns": integer(1),
+                }
+            ),
+            description="env id -> its version and fixture hash",
+        ),
+        "packages": mapping(nullable(string()), description="distribution -> version, null when not installed"),
+        "git": record({"commit": nullable(string()), "dirty": nullable(boolean())}),
+        "host": record(
+            {
+                "hostname": string(),
+                "platform": string(),
+                "python": string(),
+                "cpus": nullable(integer(1)),
+                "gpu": string(),
+            },
+            optional=("gpu",),
+        ),
+        "sessions": array(
+            record(
+                {
+                    "started_at": TIMESTAMP,
+                    "ended_at": nullable(TIMESTAMP),
+                    "resumed": boolean(),
+                    "written": integer(0),
+                }
+            ),
+            minItems=1,
+        ),
+        "updated_at": TIMESTAMP,
+        "files": record({EPISODES_FILE: ref("file_manifest"), DROPS_FILE: ref("file_manifest")}),
+        "graders": ref("graders"),
+        "accounting": _accounting(),
+        "views": _views(),
+        "regraded_from": record(
+            {"path": string(), "episodes_sha256": SHA256, "graders": ref("graders")},
+            description="on a regraded card: the source card, the sha256 of its episodes.jsonl, and its graders",
+        ),
+    }
+    body = record(properties, optional=(*SUMMARY_KEYS, "regraded_from"))
+    body["allOf"] = [
+        {
+            "description": "a card closed at least once carries what close() computes from the files",
+            "if": {"properties": {"status": {"enum": list(CLOSED_STATUSES)}}, "required": ["status"]},
+            "then": {"required": list(SUMMARY_KEYS)},
+        },
+        {
+            "description": "a complete card has no pending episodes",
+            "if": {"properties": {"status": {"const": "complete"}}, "required": ["status"]},
+            "then": {
+                "properties": {"accounting": {"properties": {"pending": {"const": 0}, "balanced": {"const": True}}}}
+            },
+        },
+    ]
+    return document(
+        "card",
+        "frostgym rollout card manifest",
+        "card.json of a rollout card: plan, config, provenance, and (once closed) accounting, file checksums, "
+        "grader versions and score views recomputed from episodes.jsonl and drops.jsonl.",
+        body,
+        CARD_DEFS,
+    )
+
+
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "card": _card_schema(),
+    "episode": _episode_schema(),
+    "drop": _drop_schema(),
+}
