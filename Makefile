@@ -44,6 +44,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/math_throughput.py
 	$(BIN)/python benchmarks/sql_grading.py
 	$(BIN)/python benchmarks/generation_throughput.py
+	$(BIN)/python benchmarks/card_overhead.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
