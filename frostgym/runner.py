@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from frostgym.agents.base import Agent, AgentReply, AgentRequest
-from frostgym.cards.plan import PlannedEpisode, make_env
+from frostgym.cards.plan import PlannedEpisode, make_env, make_plan
 from frostgym.core.env import FrozenEnv
 from frostgym.core.episode import (
     COUNTED_AS,
@@ -354,8 +354,6 @@ def evaluate(
     options: RunOptions | None = None,
 ) -> MemorySink:
     """Plan and run in memory, without a card: for library use and quick checks."""
-    from frostgym.cards.plan import make_plan
-
     options = options or RunOptions()
     plan = make_plan(
         env_ids, split=options.split, episodes=episodes, samples=samples, seed=seed, env_kwargs=options.env_kwargs
