@@ -40,6 +40,8 @@ EPISODES_FILE = "episodes.jsonl"
 DROPS_FILE = "drops.jsonl"
 LOCK_FILE = ".lock"
 CardStatus = Literal["running", "interrupted", "complete"]
+#: The ``card.json`` keys ``close`` computes from the files on disk; absent while running.
+SUMMARY_KEYS: tuple[str, ...] = ("updated_at", "files", "graders", "accounting", "views")
 
 
 class CardMismatchError(ValueError):
@@ -123,7 +125,7 @@ class CardWriter:
         card["config"]["execution"] = config["execution"]
         card["config"]["ks"] = config["ks"]
         card["status"] = "running"
-        for stale in ("updated_at", "files", "graders", "accounting", "views"):  # recomputed at close
+        for stale in SUMMARY_KEYS:  # recomputed at close
             card.pop(stale, None)
         card["sessions"].append({"started_at": _now(), "ended_at": None, "resumed": True, "written": 0})
         writer = cls(directory, card, done, fsync_seconds, lock)

@@ -18,7 +18,7 @@ import orjson
 from frostgym.agents.replay import ReplayAgent
 from frostgym.cards.card import load_card
 from frostgym.cards.plan import PlannedEpisode, make_env
-from frostgym.cards.run import run_to_card
+from frostgym.cards.run import execution_config, run_to_card
 from frostgym.cards.store import CardCorruptError, dumps_line, write_json_atomic
 from frostgym.core.env import FrozenEnv
 from frostgym.core.episode import EPISODE_INFO_KEYS, ObservationDelta, split_step_info
@@ -155,7 +155,7 @@ def regrade_card(source: Path, out: Path, options: RunOptions | None = None) -> 
     config = {
         **card["config"],
         "identity": {**identity, "agent": f"replay:{source}"},
-        "execution": {"batch_size": options.batch_size, "workers": options.workers, "retries": 0, "max_drops": None},
+        "execution": execution_config(options),
     }
     plan = [PlannedEpisode.from_dict(p) for p in card["plan"]["episodes"]]
     skip = {d["plan_id"]: f"dropped in {source} as {d['drop_class']}: {d['error']}" for d in drops}

@@ -38,13 +38,18 @@ def card_config(
             "agent": agent_spec,
             "sampling": dict(sampling),
         },
-        "execution": {
-            "batch_size": options.batch_size,
-            "workers": options.workers,
-            "retries": options.retries,
-            "max_drops": options.max_drops,
-        },
+        "execution": execution_config(options),
         "ks": sorted(set(default_ks(samples)) | set(ks)),
+    }
+
+
+def execution_config(options: RunOptions) -> dict[str, Any]:
+    """The options that may change between sessions of one card without changing an episode."""
+    return {
+        "batch_size": options.batch_size,
+        "workers": options.workers,
+        "retries": options.retries,
+        "max_drops": options.max_drops,
     }
 
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Final, get_args
 
-from frostgym.cards.card import CARD_SCHEMA, DROPS_FILE, EPISODES_FILE, CardStatus
+from frostgym.cards.card import CARD_SCHEMA, DROPS_FILE, EPISODES_FILE, SUMMARY_KEYS, CardStatus
 from frostgym.cards.plan import SEEDING
 from frostgym.cards.views import RULE_NAMES, SLICES
 from frostgym.core.episode import COUNTED_AS, DROP_CLASSES, CountedAs, Stage
@@ -36,7 +36,6 @@ BASE_URL: Final = "https://frostgym.dev/schema"
 #: The states whose ``card.json`` was rewritten from the files on disk at close.
 CLOSED_STATUSES: Final[tuple[str, ...]] = ("interrupted", "complete")
 #: Keys ``CardWriter.close`` adds; a card that has been closed once always has them.
-SUMMARY_KEYS: Final[tuple[str, ...]] = ("updated_at", "files", "graders", "accounting", "views")
 
 
 # ---------------------------------------------------------------------------------------------
