@@ -1,0 +1,1 @@
+"""Run untrusted code with time, memory, process, file and network limits."""

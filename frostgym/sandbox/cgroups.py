@@ -1,0 +1,74 @@
+"""Per-server control groups for the jail, where the host lets root write them.
+
+RLIMIT_NPROC does not bind root and counts zombies; a pids cgroup does neither. A memory
+cgroup bounds what a task's processes hold together, which RLIMIT_AS (per process,
+virtual) cannot. Each fork server gets its own groups below the caller's own; the server
+sets the limits per task and moves each task into them.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+CGROUP_ROOT = Path("/sys/fs/cgroup")
+
+
+@dataclass(frozen=True)
+class TaskGroups:
+    """Host paths of the groups, one per controller (v1) or one in all (v2)."""
+
+    paths: tuple[Path, ...]
+
+    def remove(self) -> None:
+        for path in self.paths:
+            try:
+                path.rmdir()
+            except OSError:
+                pass
+
+
+def _own_group(controller: str) -> str | None:
+    try:
+        lines = Path("/proc/self/cgroup").read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controller in controllers.split(",") or (controller == "" and controllers == ""):
+            return path
+    return None
+
+
+def create_task_groups(prefix: str = "frostgym-sandbox") -> TaskGroups | None:
+    """Fresh pids + memory groups for one server, or None where they cannot be made."""
+    name = f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+    made: list[Path] = []
+    try:
+        if (CGROUP_ROOT / "pids").is_dir() and (CGROUP_ROOT / "memory").is_dir():  # v1
+            for controller in ("pids", "memory"):
+                own = _own_group(controller)
+                if own is None:
+                    raise OSError(f"no {controller} group")
+                path = CGROUP_ROOT / controller / own.lstrip("/") / name
+                path.mkdir()
+                made.append(path)
+                if not (path / "cgroup.procs").exists():
+                    raise OSError(f"{path} is not a cgroup")
+        elif (CGROUP_ROOT / "cgroup.controllers").exists():  # v2
+            own = _own_group("") or "/"
+            parent = CGROUP_ROOT / own.lstrip("/")
+            wanted = {"pids", "memory"}
+            if not wanted <= set((parent / "cgroup.subtree_control").read_text().split()):
+                raise OSError("pids/memory not delegated here")
+            path = parent / name
+            path.mkdir()
+            made.append(path)
+        else:
+            return None
+    except OSError:
+        TaskGroups(tuple(made)).remove()
+        return None
+    return TaskGroups(tuple(made))

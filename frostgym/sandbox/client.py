@@ -1,0 +1,360 @@
+"""The host side of a fork server: start tasks, call their functions, classify how they end.
+
+Backends differ only in how the server process is launched (``Launcher``); everything a
+task can do to the host goes through the one protocol in ``forkserver``.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Literal, Protocol
+
+from frostgym.sandbox import forkserver
+from frostgym.sandbox.forkserver import WireError, decode_value, encode_value, recv_message, send_message
+from frostgym.sandbox.limits import SandboxLimits
+from frostgym.sandbox.result import ErrorInfo, TaskResult, Termination
+
+START_TIMEOUT_S = 30.0
+CONTROL_MARGIN_S = 5.0
+
+
+class SandboxUnavailableError(RuntimeError):
+    """This backend cannot run on this machine (missing tool, no engine, no privilege)."""
+
+
+class ServerLostError(RuntimeError):
+    """The fork server died or broke the protocol; it is respawned for the next task."""
+
+
+class CallError(Exception):
+    """The untrusted function raised, returned something unencodable, or its process ended."""
+
+    def __init__(self, info: ErrorInfo, ended: bool = False) -> None:
+        super().__init__(f"{info.type}: {info.message}")
+        self.info = info
+        self.ended = ended
+
+
+class LaunchedServer(Protocol):
+    """A running fork server as a launcher hands it over."""
+
+    control: socket.socket
+
+    def alive(self) -> bool: ...
+
+    def terminate(self) -> None: ...
+
+
+class Launcher(Protocol):
+    name: str
+
+    def launch(self) -> LaunchedServer: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass
+class ServerInfo:
+    pid: int
+    python: str
+    uid: int
+    cgroups: bool
+
+
+class Task:
+    """One execution of untrusted source in the sandbox.
+
+    Use as a context manager; ``call`` evaluates a function the source defined and
+    returns a fresh plain value; ``finish`` ends the process and classifies the end.
+    """
+
+    def __init__(self, sandbox: Sandbox, source: str, limits: SandboxLimits, mode: Literal["functions", "script"]):
+        self.sandbox = sandbox
+        self.limits = limits
+        self.deadline = time.monotonic() + limits.wall_budget
+        self._host_reason: str | None = None
+        self._ended = False
+        self._result: TaskResult | None = None
+        self.calls = 0
+        self.load_error: ErrorInfo | None = None
+        self.load_stage: str | None = None
+        self._memory_error = False
+        self._value_overflow = False
+        host_end, task_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._sock = host_end
+        try:
+            sandbox._send_run({"op": "run", "mode": mode, "source": source, "limits": limits.wire()}, task_end.fileno())
+        finally:
+            task_end.close()
+        self._await_load()
+
+    # -- the conversation with the task process --------------------------------------------
+
+    def _recv(self) -> dict[str, Any] | None:
+        """The task's next message, or None when it ended or ran out of time."""
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            self._host_reason = "timeout"
+            return None
+        self._sock.settimeout(remaining)
+        try:
+            return recv_message(self._sock, limit=self.limits.value_bytes + 1024)
+        except TimeoutError:
+            self._host_reason = "timeout"
+        except (EOFError, OSError):
+            pass
+        except WireError:
+            self._value_overflow = True
+            self._host_reason = "protocol"
+        self._ended = True
+        return None
+
+    def _await_load(self) -> None:
+        message = self._recv()
+        if message is None:
+            self._ended = True
+            return
+        event = message.get("event")
+        if event == "load_error":
+            self.load_error = ErrorInfo.from_wire(message.get("error"))
+            self.load_stage = str(message.get("stage", "exec"))
+            self._memory_error = self.load_error.type == "MemoryError"
+            self._ended = True
+        elif event not in ("loaded", "done"):
+            self.load_error = ErrorInfo("ProtocolError", f"unexpected first message {event!r}")
+            self.load_stage = "exec"
+            self._ended = True
+
+    @property
+    def loaded(self) -> bool:
+        return not self._ended and self.load_error is None
+
+    def call(self, function: str, *args: Any) -> Any:
+        """``function(*args)`` in the task process; raises ``CallError`` on any failure."""
+        if self._ended:
+            raise CallError(ErrorInfo("ProcessEnded", "the task process is no longer running"), ended=True)
+        self.calls += 1
+        try:
+            request = {"op": "call", "function": function, "args": [encode_value(a) for a in args]}
+        except WireError as exc:
+            raise CallError(ErrorInfo("ArgumentError", str(exc))) from None
+        try:
+            self._sock.settimeout(max(self.deadline - time.monotonic(), 0.001))
+            send_message(self._sock, request)
+        except (OSError, TimeoutError):
+            self._ended = True
+            raise CallError(ErrorInfo("ProcessEnded", "the task process closed its channel"), ended=True) from None
+        reply = self._recv()
+        if reply is None:
+            what = "ran out of time" if self._host_reason == "timeout" else "ended during the call"
+            raise CallError(ErrorInfo("ProcessEnded", f"the task process {what}"), ended=True)
+        if "ok" in reply:
+            try:
+                return decode_value(reply["ok"])
+            except (WireError, RecursionError) as exc:
+                raise CallError(ErrorInfo("ProtocolError", f"malformed return value: {exc}")) from None
+        info = ErrorInfo.from_wire(reply.get("error"))
+        if info.type == "MemoryError":
+            self._memory_error = True
+        if info.type == "OutputLimit":
+            self._value_overflow = True
+        raise CallError(info)
+
+    def finish(self) -> TaskResult:
+        if self._result is None:
+            self._result = self.sandbox._finish(self)
+            self._sock.close()
+        return self._result
+
+    def __enter__(self) -> Task:
+        return self
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.finish()
+
+    # -- classification -----------------------------------------------------------------
+
+    def classify(self, report: dict[str, Any]) -> TaskResult:
+        status = report.get("wait_status")
+        exit_code = os.waitstatus_to_exitcode(status) if isinstance(status, int) else None
+        sig = -exit_code if exit_code is not None and exit_code < 0 else None
+        cpu = float(report.get("cpu_seconds", 0.0))
+        termination: Termination = "exited"
+        detail = ""
+        cpu_limit = max(1, int(-(-self.limits.cpu_seconds // 1)))
+        if report.get("killed_by") == "wall_timeout" or self._host_reason == "timeout":
+            termination, detail = "timeout", f"wall-clock limit of {self.limits.wall_budget:g} s"
+        elif sig in (signal.SIGXCPU, signal.SIGKILL) and cpu >= cpu_limit - 0.05:
+            termination, detail = "timeout", f"CPU limit of {cpu_limit} s"
+        elif int(report.get("oom_kills", 0)) > 0 or self._memory_error:
+            termination, detail = "memory_exceeded", f"memory limit of {self.limits.memory_bytes // (1 << 20)} MiB"
+        elif sig == signal.SIGXFSZ or self._value_overflow:
+            termination, detail = "output_exceeded", "file, output or return-value size limit"
+        elif "keeper_error" in report or exit_code in (70, 71):
+            termination, detail = "sandbox_error", str(report.get("keeper_error") or report.get("output", ""))[:500]
+        elif sig is not None:
+            termination, detail = "crashed", f"killed by signal {signal.Signals(sig).name}"
+        return TaskResult(
+            termination=termination,
+            backend=self.sandbox.name,
+            exit_code=exit_code if sig is None else None,
+            signal=sig,
+            load_error=self.load_error,
+            load_stage=self.load_stage,
+            cpu_seconds=cpu,
+            wall_seconds=float(report.get("elapsed_seconds", 0.0)),
+            max_rss_kb=int(report.get("max_rss_kb", 0)),
+            output=str(report.get("output", "")),
+            output_truncated=bool(report.get("output_truncated", False)),
+            detail=detail,
+        )
+
+
+class Sandbox:
+    """A fork server for one worker thread, relaunched whenever it is lost.
+
+    Not shared between threads: give each worker its own (``pool.thread_sandbox``).
+    """
+
+    def __init__(self, launcher: Launcher, limits: SandboxLimits | None = None) -> None:
+        self.launcher = launcher
+        self.name = launcher.name
+        self.limits = limits or SandboxLimits()
+        self._server: LaunchedServer | None = None
+        self.info: ServerInfo | None = None
+        self._lock = threading.Lock()
+        self.restarts = 0
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def _ensure_server(self) -> LaunchedServer:
+        if self._server is not None and self._server.alive():
+            return self._server
+        if self._server is not None:
+            self.restarts += 1
+            self._server.terminate()
+        server = self.launcher.launch()
+        server.control.settimeout(START_TIMEOUT_S)
+        try:
+            hello = recv_message(server.control)
+        except (EOFError, OSError, WireError) as exc:
+            server.terminate()
+            raise SandboxUnavailableError(f"{self.name}: the fork server did not start ({exc})") from None
+        if hello.get("event") != "ready" or hello.get("protocol") != forkserver.PROTOCOL_VERSION:
+            server.terminate()
+            raise SandboxUnavailableError(f"{self.name}: unexpected greeting {hello!r}")
+        self.info = ServerInfo(int(hello["pid"]), str(hello["python"]), int(hello["uid"]), bool(hello["cgroups"]))
+        self._server = server
+        return server
+
+    def start(self) -> Sandbox:
+        with self._lock:
+            self._ensure_server()
+        return self
+
+    def close(self) -> None:
+        with self._lock:
+            if self._server is not None:
+                try:
+                    send_message(self._server.control, {"op": "shutdown"})
+                except OSError:
+                    pass
+                self._server.terminate()
+                self._server = None
+            self.launcher.close()
+
+    def __enter__(self) -> Sandbox:
+        return self.start()
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+    def _lose_server(self) -> None:
+        if self._server is not None:
+            self._server.terminate()
+            self._server = None
+            self.restarts += 1
+
+    # -- tasks --------------------------------------------------------------------------
+
+    def task(
+        self, source: str, limits: SandboxLimits | None = None, mode: Literal["functions", "script"] = "functions"
+    ) -> Task:
+        """Start ``source`` in a fresh jailed process. The caller must ``finish`` it."""
+        self._lock.acquire()
+        try:
+            return Task(self, source, limits or self.limits, mode)
+        except BaseException:
+            self._lock.release()
+            raise
+
+    def run_script(self, source: str, limits: SandboxLimits | None = None) -> TaskResult:
+        """Run ``source`` as a program to its end."""
+        with self.task(source, limits, mode="script") as task:
+            pass
+        return task.finish()
+
+    def _send_run(self, request: dict[str, Any], task_fd: int) -> None:
+        try:
+            server = self._ensure_server()
+            server.control.settimeout(START_TIMEOUT_S)
+            send_message(server.control, request, fds=[task_fd])
+            reply = recv_message(server.control)
+        except (EOFError, OSError, WireError) as exc:
+            self._lose_server()
+            raise ServerLostError(f"fork server lost while starting a task: {exc}") from None
+        if reply.get("event") != "started":
+            raise ServerLostError(f"fork server refused the task: {reply.get('message', reply)}")
+
+    def _finish(self, task: Task) -> TaskResult:
+        try:
+            return self._finish_locked(task)
+        finally:
+            self._lock.release()
+
+    def _finish_locked(self, task: Task) -> TaskResult:
+        server = self._server
+        if server is None:
+            return _lost(task, "fork server lost")
+        try:
+            if task._host_reason == "timeout":
+                send_message(server.control, {"op": "kill", "reason": "timeout"})
+            else:
+                try:
+                    task._sock.settimeout(1.0)
+                    send_message(task._sock, {"op": "exit"})
+                except OSError:
+                    pass
+            server.control.settimeout(max(task.deadline - time.monotonic(), 0) + CONTROL_MARGIN_S)
+            report = recv_message(server.control)
+        except (EOFError, OSError, WireError) as exc:
+            self._lose_server()
+            return _lost(task, f"fork server lost during the task: {exc}")
+        if report.get("event") != "exit":
+            self._lose_server()
+            return _lost(task, f"fork server sent {report.get('event')!r} instead of an exit report")
+        return task.classify(report)
+
+
+def _lost(task: Task, detail: str) -> TaskResult:
+    return TaskResult(
+        termination="sandbox_error",
+        backend=task.sandbox.name,
+        load_error=task.load_error,
+        load_stage=task.load_stage,
+        detail=detail,
+    )
+
+
+def server_argv(python: str, script: str, config: dict[str, Any]) -> Sequence[str]:
+    """``python -I -S forkserver.py CONFIG``: isolated mode, no site-packages."""
+    import json
+
+    return [python, "-I", "-S", script, json.dumps(config, separators=(",", ":"))]

@@ -1,0 +1,227 @@
+"""Launchers that start the fork server as a local process: bubblewrap, unshare, or bare.
+
+The server is root inside its jail only so it can fork each task into a new PID
+namespace, move it into its cgroups and drop it to an unprivileged uid; the task itself
+never holds root or any capability.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from frostgym.sandbox import forkserver
+from frostgym.sandbox.cgroups import TaskGroups, create_task_groups
+from frostgym.sandbox.client import SandboxUnavailableError, server_argv
+
+SERVER_SCRIPT = Path(forkserver.__file__).resolve()
+JAIL_SCRIPT = "/opt/frostgym/forkserver.py"
+JAIL_SCRATCH = "/tmp/frostgym-scratch"
+CONTROL_FD = 3
+_uid_counter = itertools.count()
+
+
+def task_uid() -> int:
+    """A uid of its own for each server, so per-uid limits and sweeps never cross servers."""
+    return 200_000 + (os.getpid() * 64 + next(_uid_counter)) % 1_000_000
+
+
+def sandbox_python() -> Path:
+    """The base interpreter (not a venv shim: a shim costs ~78 ms and needs the venv)."""
+    base = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
+    return base if base.exists() else Path(sys.executable).resolve()
+
+
+@dataclass
+class SubprocessServer:
+    """A fork server running as a child process of the host, talking over a socketpair."""
+
+    process: subprocess.Popen[bytes]
+    control: socket.socket
+    groups: TaskGroups | None = None
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def terminate(self) -> None:
+        self.control.close()
+        if self.process.poll() is None:
+            self.process.kill()
+        try:
+            self.process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            pass
+        if self.groups is not None:
+            self.groups.remove()
+
+
+def _ancestors(path: Path) -> list[Path]:
+    return [p for p in reversed(path.parents) if str(p) != "/"]
+
+
+@dataclass
+class BubblewrapLauncher:
+    """The default jail: new IPC/PID/net/UTS namespaces, a tmpfs root, ``/usr`` and the
+    interpreter read-only, nothing of the host's home, ``/etc`` or network."""
+
+    name: str = "jail"
+    use_cgroups: bool = True
+    extra_config: dict[str, Any] = field(default_factory=dict)
+
+    @staticmethod
+    def available() -> str | None:
+        """None when usable, else why not."""
+        if shutil.which("bwrap") is None:
+            return "bubblewrap (bwrap) is not installed"
+        if os.geteuid() != 0:
+            return "the jail drops tasks to another uid, which needs root"
+        return None
+
+    def argv(self, control_fd: int, groups: TaskGroups | None) -> list[str]:
+        python = sandbox_python()
+        prefix = python.parent.parent
+        args = [
+            "bwrap",
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--die-with-parent",
+            "--new-session",
+            "--hostname",
+            "sandbox",
+            "--ro-bind",
+            "/usr",
+            "/usr",
+        ]
+        for top in ("/bin", "/lib", "/lib64", "/sbin", "/lib32"):
+            p = Path(top)
+            if p.is_symlink():
+                args += ["--symlink", os.readlink(p), top]
+            elif p.is_dir():
+                args += ["--ro-bind", top, top]
+        if not str(prefix).startswith("/usr/"):
+            for parent in _ancestors(prefix):
+                args += ["--perms", "0755", "--dir", str(parent)]
+            args += ["--ro-bind", str(prefix), str(prefix)]
+        args += ["--perms", "0755", "--dir", "/opt/frostgym", "--ro-bind", str(SERVER_SCRIPT), JAIL_SCRIPT]
+        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+        cgroup_paths = []
+        if groups is not None:
+            for i, path in enumerate(groups.paths):
+                inside = f"/run/cgroup/{i}"
+                args += ["--bind", str(path), inside]
+                cgroup_paths.append(inside)
+        args += ["--cap-add", "CAP_SETUID,CAP_SETGID,CAP_SYS_ADMIN,CAP_KILL,CAP_CHOWN,CAP_DAC_OVERRIDE,CAP_FOWNER"]
+        config = {
+            "control_fd": control_fd,
+            "uid": task_uid(),
+            "pid_namespace": True,
+            "scratch_root": JAIL_SCRATCH,
+            "cgroups": cgroup_paths,
+            **self.extra_config,
+        }
+        return args + ["--", *server_argv(str(python), JAIL_SCRIPT, config)]
+
+    def launch(self) -> SubprocessServer:
+        why = self.available()
+        if why is not None:
+            raise SandboxUnavailableError(f"jail: {why}")
+        groups = create_task_groups() if self.use_cgroups else None
+        return _launch_with_fd(lambda fd: self.argv(fd, groups), groups)
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class UnshareLauncher:
+    """Fallback without bubblewrap: util-linux ``unshare`` for IPC/PID/net/UTS/mount
+    namespaces. The filesystem is the host's (read as an unprivileged uid), so this is
+    weaker than ``jail`` on reads; writes, network, processes and memory are bounded alike."""
+
+    name: str = "unshare"
+    use_cgroups: bool = True
+
+    @staticmethod
+    def available() -> str | None:
+        if shutil.which("unshare") is None:
+            return "util-linux unshare is not installed"
+        if os.geteuid() != 0:
+            return "unshare namespaces and uid switching need root"
+        return None
+
+    def argv(self, control_fd: int, groups: TaskGroups | None) -> list[str]:
+        config = {
+            "control_fd": control_fd,
+            "uid": task_uid(),
+            "pid_namespace": True,
+            "scratch_root": f"/tmp/frostgym-scratch-{os.getpid()}-{next(_uid_counter)}",
+            "cgroups": [str(p) for p in groups.paths] if groups else [],
+        }
+        unshare = ["unshare", "--ipc", "--pid", "--net", "--uts", "--fork", "--kill-child"]
+        return unshare + list(server_argv(str(sandbox_python()), str(SERVER_SCRIPT), config))
+
+    def launch(self) -> SubprocessServer:
+        why = self.available()
+        if why is not None:
+            raise SandboxUnavailableError(f"unshare: {why}")
+        groups = create_task_groups() if self.use_cgroups else None
+        return _launch_with_fd(lambda fd: self.argv(fd, groups), groups)
+
+    def close(self) -> None:
+        pass
+
+
+@dataclass
+class InsecureLauncher:
+    """A plain fork server with rlimits only: no namespaces, no uid change, the host's
+    network and files. Only for machines where nothing else runs, and only on request."""
+
+    name: str = "insecure"
+
+    def launch(self) -> SubprocessServer:
+        config = {"control_fd": 0, "uid": None, "pid_namespace": False, "scratch_root": _private_scratch()}
+        return _launch_with_fd(
+            lambda fd: list(server_argv(str(sandbox_python()), str(SERVER_SCRIPT), {**config, "control_fd": fd})),
+            None,
+        )
+
+    def close(self) -> None:
+        pass
+
+
+def _private_scratch() -> str:
+    import tempfile
+
+    return tempfile.mkdtemp(prefix="frostgym-scratch-")
+
+
+def _launch_with_fd(make_argv: Any, groups: TaskGroups | None) -> SubprocessServer:
+    host_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    fd = server_end.fileno()
+    try:
+        process = subprocess.Popen(
+            make_argv(fd),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE if os.environ.get("FROSTGYM_SANDBOX_DEBUG") else subprocess.DEVNULL,
+            pass_fds=(fd,),
+            start_new_session=True,
+        )
+    except OSError as exc:
+        host_end.close()
+        if groups is not None:
+            groups.remove()
+        raise SandboxUnavailableError(f"cannot start the fork server: {exc}") from None
+    finally:
+        server_end.close()
+    return SubprocessServer(process, host_end, groups)
