@@ -54,6 +54,12 @@ ENTRIES: tuple[EnvEntry, ...] = (
         "frostgym.envs.sql:SQLEnv",
         "text-to-SQL on Chinook and three vega-datasets databases, multi-turn with exploration",
     ),
+    EnvEntry(
+        "frostgym/Code-v0",
+        "code",
+        "frostgym.envs.code:CodeEnv",
+        "HumanEval's 164 problems (split 'test'); hidden unit tests run in a sandbox",
+    ),
 )
 
 

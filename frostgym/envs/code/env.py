@@ -1,0 +1,172 @@
+"""``CodeEnv``: write a Python function; its hidden unit tests run in a sandbox.
+
+Protocol (also told to the agent in the system message):
+- The final reply holds the function in a fenced ```python block (rules for finding
+  the code: ``frostgym.code.extraction``). It is graded on HumanEval's hidden tests.
+- With ``max_turns > 1``, a reply that contains ``<run_tests>`` (or the tool call
+  ``run_tests(code)``) runs the code on the docstring's visible examples only and
+  shows the results; it uses a turn. ``submit(code)`` is the tool-call form of the
+  final reply. On the last turn every reply is graded.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from frostgym.core.env import FrozenEnv, Reply
+from frostgym.core.errors import InvalidActionError
+from frostgym.core.grade import call_grader
+from frostgym.core.messages import Action, Message, message
+from frostgym.core.splits import Split
+from frostgym.core.tasks import Task
+from frostgym.code.humaneval import humaneval_source
+from frostgym.graders.code_tests import (
+    CodeGraderConfig,
+    CodeProblem,
+    Execution,
+    grade_code,
+    run_visible_examples,
+)
+from frostgym.graders.extraction import outside_reasoning
+from frostgym.sandbox.backends import resolve_backend
+from frostgym.sandbox.client import Sandbox
+from frostgym.sandbox.limits import SandboxLimits
+from frostgym.sandbox.pool import thread_sandbox
+
+SYSTEM_PROMPT = (
+    "You are an expert Python programmer. Complete the function the user gives you. "
+    "Reply with the whole function (with any imports it needs) in one ```python code block. "
+    "Your code is run against hidden unit tests."
+)
+MULTI_TURN_PROMPT = (
+    " Before your final answer you may test your code on the examples from the docstring: "
+    "reply with <run_tests> followed by the code block, and you will see the results. "
+    "Your final reply is the one without <run_tests>. You have {turns} turns in total."
+)
+RUN_TESTS_TAG = "<run_tests>"
+TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": name,
+            "description": description,
+            "parameters": {
+                "type": "object",
+                "properties": {"code": {"type": "string", "description": "The complete Python function."}},
+                "required": ["code"],
+            },
+        },
+    }
+    for name, description in (
+        ("run_tests", "Run the code on the docstring examples and see the results (uses a turn)."),
+        ("submit", "Submit the final code; it is graded on the hidden tests. Ends the episode."),
+    )
+]
+
+
+def problem_of(task: Task) -> CodeProblem:
+    meta = task.metadata
+    return CodeProblem(
+        key=task.task_id,
+        prompt=task.prompt,
+        entry_point=str(meta["entry_point"]),
+        test=str(meta["test"]),
+        examples=tuple(tuple(e) for e in meta["visible_examples"]),
+    )
+
+
+class CodeEnv(FrozenEnv):
+    family = "code"
+    env_version = "1.0.0"
+
+    def __init__(
+        self,
+        *,
+        split: Split = "test",
+        max_turns: int = 1,
+        render_mode: str | None = None,
+        sandbox: str = "auto",
+        allow_insecure: bool = False,
+        cpu_seconds: float = 3.0,
+        memory_mb: int = 512,
+        partial_credit: bool = False,
+    ) -> None:
+        super().__init__(humaneval_source(), split=split, max_turns=max_turns, render_mode=render_mode)
+        # Resolved now, so a machine without any sandbox fails at make(), not mid-run.
+        self.sandbox_backend = resolve_backend(sandbox, allow_insecure=allow_insecure)
+        self.allow_insecure = allow_insecure
+        self.limits = SandboxLimits(cpu_seconds=cpu_seconds, memory_bytes=memory_mb * 1024 * 1024)
+        self.grader_config = CodeGraderConfig(limits=self.limits, partial_credit=partial_credit)
+        self.tools = TOOLS
+
+    @property
+    def sandbox(self) -> Sandbox:
+        """This thread's warm sandbox (shared by every code env on the thread)."""
+        return thread_sandbox(self.sandbox_backend, allow_insecure=self.allow_insecure)
+
+    def first_messages(self, task: Task) -> list[Message]:
+        system = SYSTEM_PROMPT + (MULTI_TURN_PROMPT.format(turns=self.max_turns) if self.max_turns > 1 else "")
+        user = f"Complete this function:\n\n```python\n{task.prompt.strip()}\n```"
+        return [message("system", system), message("user", user)]
+
+    def coerce_action(self, action: Action) -> tuple[str, bool]:
+        """Tool-call dicts become the equivalent text, so history and grader see one form."""
+        if isinstance(action, dict) and "tool_calls" in action:
+            calls = action["tool_calls"]
+            if not isinstance(calls, list) or len(calls) != 1:
+                count = len(calls) if isinstance(calls, list) else "no list of"
+                raise InvalidActionError(f"CodeEnv takes exactly one tool call per turn, got {count} calls")
+            call = calls[0]
+            name = call.get("name") if isinstance(call, dict) else None
+            arguments = call.get("arguments") if isinstance(call, dict) else None
+            if isinstance(arguments, str):
+                try:
+                    arguments = json.loads(arguments)
+                except json.JSONDecodeError as error:
+                    raise InvalidActionError(f"tool call arguments are not valid JSON: {error}") from error
+            if name not in ("run_tests", "submit") or not isinstance(arguments, dict):
+                raise InvalidActionError(f"unknown tool call {name!r}: CodeEnv offers run_tests(code) and submit(code)")
+            code = arguments.get("code")
+            if not isinstance(code, str):
+                raise InvalidActionError(f"{name} needs a 'code' string argument")
+            prefix = f"{RUN_TESTS_TAG}\n" if name == "run_tests" else ""
+            return super().coerce_action(f"{prefix}```python\n{code}\n```")
+        return super().coerce_action(action)
+
+    def respond(self, task: Task, text: str, turn: int, last_turn: bool) -> Reply:
+        problem = problem_of(task)
+        if not last_turn and RUN_TESTS_TAG in outside_reasoning(text):
+            run = call_grader(run_visible_examples, text, problem, self.sandbox, self.limits)
+            report = examples_report(run, problem)
+            left = self.max_turns - turn - 1
+            feedback = message("user", f"{report}\n({left} turn(s) left)")
+            call = {"name": "run_tests", "arguments": {"code": text}}
+            result = {"name": "run_tests", "content": report, "status": run.status}
+            return Reply(grade=None, done=False, feedback=feedback, tool_calls=(call,), tool_results=(result,))
+        grade = call_grader(grade_code, text, problem, self.sandbox, self.grader_config)
+        return Reply(grade=grade, done=True)
+
+    def oracle_action(self) -> str:
+        task = self.task
+        return f"```python\n{task.prompt.rstrip()}\n{task.solution.rstrip()}\n```"
+
+
+def examples_report(run: Execution, problem: CodeProblem) -> str:
+    """What the agent sees after ``run_tests``: per-example verdicts, never hidden tests."""
+    outcome, result = run.outcome, run.result
+    if not problem.examples:
+        return "This problem has no runnable docstring examples; nothing was run."
+    lines = [f"run_tests: {run.status}"]
+    if outcome is not None:
+        lines.append(f"{outcome.passed}/{outcome.total} examples passed")
+        if outcome.failure is not None:
+            failure = outcome.failure
+            lines.append(f"first failure: {failure.source}\n  {failure.error.type}: {failure.error.message[:300]}")
+    if result.load_error is not None:
+        lines.append(f"{result.load_error.type}: {result.load_error.message[:500]}")
+    if result.detail and run.status in ("timeout", "memory_exceeded", "output_exceeded"):
+        lines.append(f"limit: {result.detail}")
+    if result.output:
+        lines.append(f"output:\n{result.output[:1000]}")
+    return "\n".join(lines)

@@ -1,0 +1,198 @@
+"""Grade a coding reply by running the problem's hidden tests against it in a sandbox.
+
+The status is one of a closed set, decided in this order: the sandbox failed
+(``sandbox_error``); the process ran out of time, memory or output; the code did not
+compile (``syntax_error``) or raised while loading (``runtime_error``); then every test
+passed (``passed``), or the first failing test failed because the candidate raised or
+died (``runtime_error``) or returned a wrong value (``failed``).
+
+The score is ``correctness`` (all hidden tests pass), the published HumanEval
+criterion. ``tests_passed`` (the fraction) and ``format`` are reported beside it; with
+``partial_credit=True`` the score is the fraction instead, a denser training reward.
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from frostgym.code.extraction import ExtractedCode, assemble_program, extract_code
+from frostgym.code.harness import TestOutcome, TestProgram, compile_examples, compile_hidden_tests, run_tests
+from frostgym.core.grade import Grade
+from frostgym.sandbox.client import Sandbox, ServerLostError
+from frostgym.sandbox.limits import SandboxLimits
+from frostgym.sandbox.result import TaskResult
+
+GRADER = "code_tests"
+GRADER_VERSION = "1.0.0"
+CodeStatus = Literal[
+    "passed",
+    "failed",
+    "syntax_error",
+    "runtime_error",
+    "timeout",
+    "memory_exceeded",
+    "output_exceeded",
+    "sandbox_error",
+]
+STATUSES: tuple[CodeStatus, ...] = (
+    "passed",
+    "failed",
+    "syntax_error",
+    "runtime_error",
+    "timeout",
+    "memory_exceeded",
+    "output_exceeded",
+    "sandbox_error",
+)
+LABELS: tuple[str, ...] = STATUSES[1:]
+_FORMAT = {"fenced": 1.0, "raw": 0.5, "empty": 0.0}
+OUTPUT_CHARS = 2_000
+
+
+@dataclass(frozen=True)
+class CodeGraderConfig:
+    limits: SandboxLimits = field(default_factory=SandboxLimits)
+    partial_credit: bool = False
+
+
+DEFAULT_CONFIG = CodeGraderConfig()
+
+
+@dataclass(frozen=True)
+class CodeProblem:
+    """What the grader needs of a task (plain data, so graders never import envs)."""
+
+    key: str
+    prompt: str
+    entry_point: str
+    test: str
+    examples: Sequence[Sequence[str]] = ()
+
+
+@dataclass(frozen=True)
+class Execution:
+    status: CodeStatus
+    outcome: TestOutcome | None
+    result: TaskResult
+
+
+def status_of(result: TaskResult, outcome: TestOutcome | None) -> CodeStatus:
+    if result.termination == "sandbox_error":
+        return "sandbox_error"
+    if outcome is not None and outcome.all_passed:
+        return "passed"
+    if result.termination in ("timeout", "memory_exceeded", "output_exceeded"):
+        return result.termination
+    if result.load_error is not None:
+        return "syntax_error" if result.load_stage == "compile" else "runtime_error"
+    if outcome is None:
+        return "runtime_error"  # the process ended before its code finished loading
+    if outcome.failure is not None and outcome.failure.kind == "candidate_error":
+        return "runtime_error"
+    return "failed"
+
+
+def execute(program_source: str, tests: TestProgram, entry_point: str, sandbox: Sandbox, limits: SandboxLimits) -> Execution:
+    """Run ``tests`` against ``program_source``; never raises for anything the code does."""
+    try:
+        task = sandbox.task(program_source, limits)
+    except ServerLostError as exc:
+        result = TaskResult(termination="sandbox_error", backend=sandbox.name, detail=str(exc))
+        return Execution("sandbox_error", None, result)
+    with task:
+        outcome = run_tests(tests, task, entry_point) if task.loaded else None
+    result = task.finish()
+    return Execution(status_of(result, outcome), outcome, result)
+
+
+def answer_key(code: str) -> str:
+    """Same program, same key (comments and layout aside): what maj@k votes on."""
+    try:
+        text = ast.dump(ast.parse(code))
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        text = code.strip()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def grade_code(
+    reply: str, problem: CodeProblem, sandbox: Sandbox, config: CodeGraderConfig = DEFAULT_CONFIG
+) -> Grade:
+    extracted = extract_code(reply, problem.entry_point)
+    program = assemble_program(problem.prompt, extracted)
+    tests = compile_hidden_tests(problem.prompt, problem.test, problem.key)
+    run = execute(program, tests, problem.entry_point, sandbox, config.limits)
+    return _grade(run, extracted, config)
+
+
+def run_visible_examples(code_reply: str, problem: CodeProblem, sandbox: Sandbox, limits: SandboxLimits) -> Execution:
+    """The ``run_tests`` tool: the docstring examples only."""
+    extracted = extract_code(code_reply, problem.entry_point)
+    program = assemble_program(problem.prompt, extracted)
+    tests = compile_examples(problem.prompt, problem.examples, problem.entry_point, problem.key)
+    return execute(program, tests, problem.entry_point, sandbox, limits)
+
+
+def _grade(run: Execution, extracted: ExtractedCode, config: CodeGraderConfig) -> Grade:
+    outcome = run.outcome
+    passed = outcome.passed if outcome else 0
+    total = outcome.total if outcome else 0
+    fraction = passed / total if total else 0.0
+    correct = 1.0 if run.status == "passed" else 0.0
+    components = {"correctness": correct, "tests_passed": fraction, "format": _FORMAT[extracted.where]}
+    if config.partial_credit:
+        weights, required = {"tests_passed": 1.0}, ()
+        if run.status == "sandbox_error":
+            components["tests_passed"] = 0.0
+    else:
+        weights, required = {"correctness": 1.0}, ("correctness",)
+    return Grade.weighted(
+        components=components,
+        weights=weights,
+        required=required,
+        grader=GRADER,
+        grader_version=GRADER_VERSION,
+        label=None if run.status == "passed" else run.status,
+        details=execution_details(run, extracted),
+    )
+
+
+def execution_details(run: Execution, extracted: ExtractedCode | None = None) -> dict[str, Any]:
+    result, outcome = run.result, run.outcome
+    details: dict[str, Any] = {
+        "status": run.status,
+        "tests_passed": outcome.passed if outcome else 0,
+        "tests_total": outcome.total if outcome else 0,
+        "termination": result.termination,
+        "backend": result.backend,
+        "cpu_seconds": round(result.cpu_seconds, 4),
+        "wall_seconds": round(result.wall_seconds, 4),
+    }
+    if result.detail:
+        details["limit"] = result.detail
+    if result.exit_code not in (None, 0):
+        details["exit_code"] = result.exit_code
+    if result.signal is not None:
+        details["signal"] = result.signal
+    if result.load_error is not None:
+        details["load_error"] = {"stage": result.load_stage, "type": result.load_error.type, "message": result.load_error.message}
+    if outcome is not None and outcome.failure is not None:
+        failure = outcome.failure
+        details["first_failure"] = {
+            "test": failure.test,
+            "source": failure.source[:500],
+            "kind": failure.kind,
+            "type": failure.error.type,
+            "message": failure.error.message[:500],
+        }
+    if result.output:
+        details["output"] = result.output[:OUTPUT_CHARS]
+    if extracted is not None:
+        details["code_from"] = extracted.where
+        details["answer_key"] = answer_key(extracted.code)
+        if extracted.truncated:
+            details["code_truncated"] = True
+    return details
