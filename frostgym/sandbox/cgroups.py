@@ -42,6 +42,20 @@ def _own_group(controller: str) -> str | None:
     return None
 
 
+def _remove_stale(parent: Path, prefix: str) -> None:
+    """Groups left by killed processes: empty ones whose creator is gone."""
+    for path in parent.glob(f"{prefix}-*"):
+        try:
+            pid = int(path.name[len(prefix) + 1 :].split("-")[0])
+        except ValueError:
+            continue
+        if not Path(f"/proc/{pid}").exists():
+            try:
+                path.rmdir()  # fails (and is left alone) while processes remain in it
+            except OSError:
+                pass
+
+
 def create_task_groups(prefix: str = "frostgym-sandbox") -> TaskGroups | None:
     """Fresh pids + memory groups for one server, or None where they cannot be made."""
     name = f"{prefix}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
@@ -52,7 +66,9 @@ def create_task_groups(prefix: str = "frostgym-sandbox") -> TaskGroups | None:
                 own = _own_group(controller)
                 if own is None:
                     raise OSError(f"no {controller} group")
-                path = CGROUP_ROOT / controller / own.lstrip("/") / name
+                parent = CGROUP_ROOT / controller / own.lstrip("/")
+                _remove_stale(parent, prefix)
+                path = parent / name
                 path.mkdir()
                 made.append(path)
                 if not (path / "cgroup.procs").exists():

@@ -22,6 +22,8 @@ from frostgym.sandbox.limits import SandboxLimits
 from frostgym.sandbox.result import ErrorInfo, TaskResult, Termination
 
 START_TIMEOUT_S = 30.0
+EXIT_SETUP_FAILED = 70  # the fork server's task setup failed before any untrusted code ran
+EXIT_RUNTIME_BROKEN = 71  # untrusted code broke the task process's protocol loop
 CONTROL_MARGIN_S = 5.0
 
 
@@ -126,6 +128,7 @@ class Task:
             self.load_error = ErrorInfo.from_wire(message.get("error"))
             self.load_stage = str(message.get("stage", "exec"))
             self._memory_error = self.load_error.type == "MemoryError"
+            self._value_overflow = self.load_error.type == "OutputLimit"
             self._ended = True
         elif event not in ("loaded", "done"):
             self.load_error = ErrorInfo("ProtocolError", f"unexpected first message {event!r}")
@@ -197,8 +200,10 @@ class Task:
             termination, detail = "memory_exceeded", f"memory limit of {self.limits.memory_bytes // (1 << 20)} MiB"
         elif sig == signal.SIGXFSZ or self._value_overflow:
             termination, detail = "output_exceeded", "file, output or return-value size limit"
-        elif "keeper_error" in report or exit_code in (70, 71):
+        elif "keeper_error" in report or exit_code == EXIT_SETUP_FAILED:
             termination, detail = "sandbox_error", str(report.get("keeper_error") or report.get("output", ""))[:500]
+        elif exit_code == EXIT_RUNTIME_BROKEN:
+            termination, detail = "crashed", "the code broke the task process's own runtime"
         elif sig is not None:
             termination, detail = "crashed", f"killed by signal {signal.Signals(sig).name}"
         return TaskResult(

@@ -44,6 +44,9 @@ HEADER = struct.Struct(">I")
 MAX_CONTROL_MESSAGE = 64 * 1024 * 1024
 CLONE_NEWPID = 0x20000000
 PR_SET_PDEATHSIG = 1
+PR_SET_CHILD_SUBREAPER = 36
+SWEEP_ROUNDS = 1000
+DRAIN_SECONDS = 5.0
 MAX_DEPTH = 64
 
 # Modules children are likely to import; imported once here so a fork inherits them.
@@ -107,9 +110,18 @@ def recv_message(sock: socket.socket, limit: int = MAX_CONTROL_MESSAGE, fds: lis
 # behaviour across; containers are tagged so tuple/list/set survive the trip.
 
 
-def encode_value(value: Any, depth: int = 0) -> Any:
+class ValueTooLarge(WireError):
+    """A value whose encoding would pass the size limit (checked while encoding, so a
+    huge value is never serialized in full)."""
+
+
+def encode_value(value: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
     if depth > MAX_DEPTH:
         raise WireError("value nested too deeply")
+    if budget is not None:
+        budget[0] -= len(value) * 2 + 8 if type(value) in (str, bytes) else 8
+        if budget[0] < 0:
+            raise ValueTooLarge("the value is over the size limit")
     kind = type(value)
     if value is None or kind is bool or kind is str:
         return value
@@ -118,14 +130,14 @@ def encode_value(value: Any, depth: int = 0) -> Any:
     if kind is float:
         return {"f": value.hex()}
     if kind is list:
-        return {"l": [encode_value(v, depth + 1) for v in value]}
+        return {"l": [encode_value(v, depth + 1, budget) for v in value]}
     if kind is tuple:
-        return {"t": [encode_value(v, depth + 1) for v in value]}
+        return {"t": [encode_value(v, depth + 1, budget) for v in value]}
     if kind is set or kind is frozenset:
         tag = "s" if kind is set else "fs"
-        return {tag: [encode_value(v, depth + 1) for v in value]}
+        return {tag: [encode_value(v, depth + 1, budget) for v in value]}
     if kind is dict:
-        return {"d": [[encode_value(k, depth + 1), encode_value(v, depth + 1)] for k, v in value.items()]}
+        return {"d": [[encode_value(k, depth + 1, budget), encode_value(v, depth + 1, budget)] for k, v in value.items()]}
     if kind is bytes:
         return {"b": base64.b64encode(value).decode("ascii")}
     if kind is complex:
@@ -226,8 +238,13 @@ def _report(sock: socket.socket, message: dict[str, Any]) -> None:
 
 
 def _error_message(exc: BaseException) -> dict[str, Any]:
+    """The exception as text. Limit breaches get fixed names the host classifies by:
+    a PID 1 ignores SIGXFSZ, so a write past the file-size limit surfaces as EFBIG."""
     text = "".join(traceback.format_exception_only(type(exc), exc)).strip()
-    return {"type": type(exc).__name__, "message": text[-2000:]}
+    name = type(exc).__name__
+    if isinstance(exc, ValueTooLarge) or (isinstance(exc, OSError) and exc.errno == errno.EFBIG):
+        name = "OutputLimit"
+    return {"type": name, "message": text[-2000:]}
 
 
 def _serve_calls(sock: socket.socket, namespace: dict[str, Any], max_value_bytes: int) -> None:
@@ -242,13 +259,10 @@ def _serve_calls(sock: socket.socket, namespace: dict[str, Any], max_value_bytes
             function = namespace[request["function"]]
             args = [decode_value(a) for a in request.get("args", [])]
             result = function(*args)
-            encoded = encode_value(result)
+            encoded = encode_value(result, budget=[max_value_bytes])
             body = json.dumps({"ok": encoded}, separators=(",", ":"))
             if len(body) > max_value_bytes:
-                _report(
-                    sock, {"error": {"type": "OutputLimit", "message": f"return value over {max_value_bytes} bytes"}}
-                )
-                continue
+                raise ValueTooLarge(f"return value over {max_value_bytes} bytes")
             sock.sendall(HEADER.pack(len(body)) + body.encode("utf-8"))
         except BaseException as exc:  # noqa: BLE001 - every failure of untrusted code is reported
             try:
@@ -281,7 +295,6 @@ def _run_task(sock: socket.socket, request: dict[str, Any]) -> None:
 def _task_process(request: dict[str, Any], task_fd: int, output_fd: int, scratch: str, uid: int | None) -> None:
     """B: never returns."""
     try:
-        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         os.setsid()
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
@@ -300,6 +313,8 @@ def _task_process(request: dict[str, Any], task_fd: int, output_fd: int, scratch
         _apply_limits(request["limits"], uid)
         if uid is not None:
             _drop_privileges(uid)
+        # After the uid change: changing credentials clears the parent-death signal.
+        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         sock = socket.socket(fileno=3)
     except BaseException:  # noqa: BLE001
         traceback.print_exc()
@@ -357,6 +372,12 @@ class ForkServer:
         self._cgroup_limits: tuple[int, int] | None = None
 
     def serve(self) -> None:
+        # Orphans of tasks (a task process whose keeper was killed, strays without a PID
+        # namespace) come to this server, not to an init it cannot wait for, so it can
+        # reap them before the next task; in a container the server is PID 1 anyway.
+        _libc().prctl(PR_SET_CHILD_SUBREAPER, 1)
+        for path in self.config.get("private_mounts", []):
+            _mount_private_tmpfs(path)
         os.makedirs(self.scratch_root, mode=0o711, exist_ok=True)
         send_message(
             self.control, {"event": "ready", "protocol": PROTOCOL_VERSION, "pid": os.getpid(), **self._probe()}
@@ -435,8 +456,12 @@ class ForkServer:
     def _sweep_uid(self) -> None:
         """Kill every process of the task uid: ``kill(-1)`` as that uid reaches no one else.
 
-        Three rounds catch processes forked while the first signal was being delivered;
-        zombies also answer ``kill``, so the loop cannot wait for "none left".
+        Rounds repeat until ``kill(-1)`` finds no one, so a process forked while a signal
+        was being delivered is caught by the next round (a fixed few rounds let fork-bomb
+        children through into the next task, holding its RLIMIT_NPROC). Zombies answer
+        ``kill`` too, so meanwhile this server reaps: it is the subreaper of everything
+        its tasks leave (``serve``), so every killed stray is its child, and "none left" is
+        reached within milliseconds. ``SWEEP_ROUNDS`` only caps a pathological case.
         """
         if self.uid is None or self.uid == 0:
             return
@@ -446,7 +471,7 @@ class ForkServer:
                 os.setgroups([])
                 os.setgid(self.uid)
                 os.setuid(self.uid)
-                for _ in range(3):
+                for _ in range(SWEEP_ROUNDS):
                     try:
                         os.kill(-1, signal.SIGKILL)
                     except ProcessLookupError:
@@ -454,7 +479,29 @@ class ForkServer:
                     time.sleep(0.0005)
             finally:
                 os._exit(0)
-        os.waitpid(pid, 0)
+        while True:  # reap the killed strays along with the sweeper, see above
+            try:
+                reaped, _ = os.waitpid(-1, 0)
+            except ChildProcessError:
+                return
+            if reaped == pid:
+                return
+
+    def _drain_groups(self, deadline: float) -> None:
+        """Wait until the task's cgroups hold no process, zombies included, so the next
+        task starts with its whole pids budget (a killed namespace takes a moment to die)."""
+        counters = [os.path.join(g, "pids.current") for g in self.config.get("cgroups", [])]
+        counters = [c for c in counters if os.path.exists(c)]
+        while counters:
+            self._reap_strays()
+            busy = False
+            for counter in counters:
+                with open(counter) as handle:
+                    busy = busy or int(handle.read().strip() or 0) > 0
+            if not busy or time.monotonic() > deadline:
+                return
+            self._kill_group_members()
+            time.sleep(0.001)
 
     def _reap_strays(self) -> None:
         while True:
@@ -498,7 +545,7 @@ class ForkServer:
         os.close(status_w)
         killed_by = self._wait(pid, started + float(limits["wall_seconds"]))
         isolated = bool(self.config.get("pid_namespace"))
-        if not isolated:
+        if killed_by is not None or not isolated:
             self._kill_group_members()
         try:
             os.waitpid(pid, 0)
@@ -509,6 +556,7 @@ class ForkServer:
         if not isolated:  # a PID namespace dies with its first process; without one, sweep
             self._sweep_uid()
             self._kill_group_members()
+        self._drain_groups(time.monotonic() + DRAIN_SECONDS)
         output, truncated = _read_capped(output_path, int(limits["output_bytes"]))
         shutil.rmtree(scratch, ignore_errors=True)
         os.unlink(output_path)
@@ -549,6 +597,14 @@ class ForkServer:
                         return str(message.get("reason", "host"))
         finally:
             os.close(pidfd)
+
+
+def _mount_private_tmpfs(path: str) -> None:
+    """An empty root-owned tmpfs over ``path`` in this server's own mount namespace, so
+    tasks can neither write to nor read from the host's directory there."""
+    ms_nosuid, ms_nodev = 2, 4
+    if _libc().mount(b"tmpfs", path.encode(), b"tmpfs", ms_nosuid | ms_nodev, b"mode=0755,size=268435456") != 0:
+        raise OSError(ctypes.get_errno(), f"mount tmpfs on {path} failed")
 
 
 def _write(path: str, value: str, missing_ok: bool = False) -> None:

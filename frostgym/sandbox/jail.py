@@ -39,6 +39,23 @@ def sandbox_python() -> Path:
     return base if base.exists() else Path(sys.executable).resolve()
 
 
+def _others_can_read(path: Path) -> bool:
+    """Whether an unprivileged uid can reach ``path`` (o+x on every ancestor)."""
+    return all(p.stat().st_mode & 0o001 for p in [*_ancestors(path), path] if p.is_dir())
+
+
+def shared_python() -> Path:
+    """An interpreter an unprivileged task can read its standard library from, for
+    backends that show tasks the host's own filesystem (``unshare``): the base
+    interpreter when its prefix is world-readable, else the system one of the same
+    version (a pyenv under ``/root`` is not)."""
+    python = sandbox_python()
+    if _others_can_read(python.parent.parent):
+        return python
+    system = Path(f"/usr/bin/python{sys.version_info.major}.{sys.version_info.minor}")
+    return system if system.exists() else python
+
+
 @dataclass
 class SubprocessServer:
     """A fork server running as a child process of the host, talking over a socketpair."""
@@ -113,7 +130,8 @@ class BubblewrapLauncher:
                 args += ["--perms", "0755", "--dir", str(parent)]
             args += ["--ro-bind", str(prefix), str(prefix)]
         args += ["--perms", "0755", "--dir", "/opt/frostgym", "--ro-bind", str(SERVER_SCRIPT), JAIL_SCRIPT]
-        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "1777", "--tmpfs", "/tmp"]
+        # /tmp is root's: a task writes only to its own scratch dir, removed after it.
+        args += ["--proc", "/proc", "--dev", "/dev", "--perms", "0755", "--tmpfs", "/tmp"]
         cgroup_paths = []
         if groups is not None:
             for i, path in enumerate(groups.paths):
@@ -164,11 +182,12 @@ class UnshareLauncher:
             "control_fd": control_fd,
             "uid": task_uid(),
             "pid_namespace": True,
-            "scratch_root": f"/tmp/frostgym-scratch-{os.getpid()}-{next(_uid_counter)}",
+            "scratch_root": "/tmp/frostgym-scratch",
             "cgroups": [str(p) for p in groups.paths] if groups else [],
+            "private_mounts": ["/tmp", "/dev/shm"],
         }
-        unshare = ["unshare", "--ipc", "--pid", "--net", "--uts", "--fork", "--kill-child"]
-        return unshare + list(server_argv(str(sandbox_python()), str(SERVER_SCRIPT), config))
+        unshare = ["unshare", "--ipc", "--pid", "--net", "--uts", "--mount", "--fork", "--kill-child"]
+        return unshare + list(server_argv(str(shared_python()), str(SERVER_SCRIPT), config))
 
     def launch(self) -> SubprocessServer:
         why = self.available()
