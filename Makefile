@@ -24,9 +24,11 @@ eval: $(STAMP)
 	rm -rf $(EVAL_OUT)
 	$(BIN)/frostgym eval --env $(MATH_ENVS) --agent smollm2 --episodes 8 --seed 0 --max-new-tokens 256 --out $(EVAL_OUT)/smollm2-math
 	$(BIN)/frostgym eval --env frostgym/SQL-v0 --agent smollm2 --episodes 4 --seed 0 --max-new-tokens 192 --max-turns 2 --out $(EVAL_OUT)/smollm2-sql
+	$(BIN)/frostgym eval --env frostgym/Code-v0 --split test --agent smollm2 --episodes 8 --seed 0 --max-new-tokens 256 --out $(EVAL_OUT)/smollm2-code
 	$(BIN)/frostgym eval --env $(MATH_ENVS),frostgym/SQL-v0 --agent oracle --episodes 16 --seed 0 --out $(EVAL_OUT)/oracle
+	$(BIN)/frostgym eval --env frostgym/Code-v0 --split test --all --agent oracle --seed 0 --out $(EVAL_OUT)/oracle-code
 	$(BIN)/frostgym replay $(EVAL_OUT)/smollm2-math
-	@echo "rollout cards: $(EVAL_OUT)/smollm2-math, $(EVAL_OUT)/smollm2-sql (embedded default), $(EVAL_OUT)/oracle (ceiling)"
+	@echo "rollout cards: $(EVAL_OUT)/smollm2-{math,sql,code} (embedded default), $(EVAL_OUT)/oracle{,-code} (ceiling)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check frostgym tests benchmarks
@@ -45,6 +47,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/sql_grading.py
 	$(BIN)/python benchmarks/generation_throughput.py
 	$(BIN)/python benchmarks/card_overhead.py
+	$(BIN)/python benchmarks/code_grading.py --workers 1
+	$(BIN)/python benchmarks/code_grading.py --workers 2
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache

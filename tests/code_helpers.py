@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from frostgym.envs.code.env import problem_of
 from frostgym.code.humaneval import humaneval_source
+from frostgym.envs.code.env import problem_of
 from frostgym.graders.code_tests import CodeProblem
-from frostgym.sandbox.backends import unavailable_reason, BackendName
-from frostgym.sandbox.backends import make_launcher
+from frostgym.sandbox.backends import BackendName, make_launcher, unavailable_reason
 from frostgym.sandbox.client import Sandbox
 from frostgym.sandbox.limits import SandboxLimits
 

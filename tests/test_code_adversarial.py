@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from frostgym.core.grade import Grade
 from frostgym.graders.adversarial import AdversarialCase, run_suite
 from frostgym.graders.code_tests import LABELS, CodeGraderConfig, grade_code
-from frostgym.core.grade import Grade
 from frostgym.sandbox.backends import BackendName
 from frostgym.sandbox.client import Sandbox
 from tests.code_helpers import FAST_LIMITS, open_sandbox, problem

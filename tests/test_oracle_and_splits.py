@@ -16,6 +16,8 @@ from tests.conftest import make_env
 
 
 def test_oracle_scores_one_on_every_dev_task(env_id: str) -> None:
+    if env_id == "frostgym/Code-v0":
+        pytest.skip("HumanEval is one fixed 'test' split; tests/test_code_env.py grades all 164 gold solutions")
     env = make_env(env_id)
     source = env.source
     scores = []
@@ -29,6 +31,8 @@ def test_oracle_scores_one_on_every_dev_task(env_id: str) -> None:
 
 
 def test_splits_are_disjoint_and_owned_by_content(env_id: str) -> None:
+    if env_id == "frostgym/Code-v0":
+        pytest.skip("HumanEval is one fixed 'test' split; tests/test_code_env.py grades all 164 gold solutions")
     source = make_env(env_id).source
     prompts = {split: {t.prompt for t in source.tasks(split)} for split in ("dev", "test", "private")}
     for split, texts in prompts.items():

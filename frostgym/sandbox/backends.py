@@ -16,6 +16,7 @@ from frostgym.sandbox.jail import BubblewrapLauncher, InsecureLauncher, UnshareL
 BackendName = Literal["auto", "jail", "unshare", "docker", "insecure"]
 BACKENDS: tuple[BackendName, ...] = ("jail", "unshare", "docker", "insecure")
 ENV_VAR = "FROSTGYM_SANDBOX"
+AUTO_ORDER: tuple[BackendName, ...] = ("jail", "unshare", "docker")
 log = logging.getLogger(__name__)
 
 
@@ -58,13 +59,13 @@ def resolve_backend(name: str = "auto", *, allow_insecure: bool = False) -> Back
         if reason is not None:
             raise SandboxUnavailableError(f"sandbox backend {backend!r} cannot run here: {reason}")
         return backend
-    reasons = []
-    for candidate in ("jail", "unshare", "docker"):
-        reason = unavailable_reason(cast(BackendName, candidate))
+    reasons: list[str] = []
+    for candidate in AUTO_ORDER:
+        reason = unavailable_reason(candidate)
         if reason is None:
             if reasons:
                 log.warning("sandbox: using %r (%s)", candidate, "; ".join(reasons))
-            return cast(BackendName, candidate)
+            return candidate
         reasons.append(f"{candidate}: {reason}")
     if allow_insecure:
         log.warning("sandbox: falling back to the insecure backend (%s)", "; ".join(reasons))

@@ -8,6 +8,7 @@ sets the limits per task and moves each task into them.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import uuid
 from dataclasses import dataclass
@@ -24,10 +25,8 @@ class TaskGroups:
 
     def remove(self) -> None:
         for path in self.paths:
-            try:
+            with contextlib.suppress(OSError):
                 path.rmdir()
-            except OSError:
-                pass
 
 
 def _own_group(controller: str) -> str | None:
@@ -50,10 +49,8 @@ def _remove_stale(parent: Path, prefix: str) -> None:
         except ValueError:
             continue
         if not Path(f"/proc/{pid}").exists():
-            try:
+            with contextlib.suppress(OSError):
                 path.rmdir()  # fails (and is left alone) while processes remain in it
-            except OSError:
-                pass
 
 
 def create_task_groups(prefix: str = "frostgym-sandbox") -> TaskGroups | None:

@@ -6,6 +6,7 @@ task can do to the host goes through the one protocol in ``forkserver``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -267,10 +268,8 @@ class Sandbox:
     def close(self) -> None:
         with self._lock:
             if self._server is not None:
-                try:
+                with contextlib.suppress(OSError):
                     send_message(self._server.control, {"op": "shutdown"})
-                except OSError:
-                    pass
                 self._server.terminate()
                 self._server = None
             self.launcher.close()

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import array
 import base64
+import contextlib
 import ctypes
 import errno
 import json
@@ -137,7 +138,9 @@ def encode_value(value: Any, depth: int = 0, budget: list[int] | None = None) ->
         tag = "s" if kind is set else "fs"
         return {tag: [encode_value(v, depth + 1, budget) for v in value]}
     if kind is dict:
-        return {"d": [[encode_value(k, depth + 1, budget), encode_value(v, depth + 1, budget)] for k, v in value.items()]}
+        return {
+            "d": [[encode_value(k, depth + 1, budget), encode_value(v, depth + 1, budget)] for k, v in value.items()]
+        }
     if kind is bytes:
         return {"b": base64.b64encode(value).decode("ascii")}
     if kind is complex:
@@ -225,7 +228,7 @@ def _exit(code: int) -> None:
     try:
         sys.stdout.flush()
         sys.stderr.flush()
-    except BaseException:  # noqa: BLE001 - a closed or replaced stream
+    except BaseException:
         pass
     os._exit(code)
 
@@ -264,10 +267,10 @@ def _serve_calls(sock: socket.socket, namespace: dict[str, Any], max_value_bytes
             if len(body) > max_value_bytes:
                 raise ValueTooLarge(f"return value over {max_value_bytes} bytes")
             sock.sendall(HEADER.pack(len(body)) + body.encode("utf-8"))
-        except BaseException as exc:  # noqa: BLE001 - every failure of untrusted code is reported
+        except BaseException as exc:
             try:
                 _report(sock, {"error": _error_message(exc)})
-            except BaseException:  # noqa: BLE001 - e.g. MemoryError while formatting
+            except BaseException:
                 _exit(3)
 
 
@@ -276,12 +279,12 @@ def _run_task(sock: socket.socket, request: dict[str, Any]) -> None:
     namespace: dict[str, Any] = {"__name__": request.get("module_name", "__main__"), "__builtins__": __builtins__}
     try:
         code = compile(source, "solution.py", "exec")
-    except BaseException as exc:  # noqa: BLE001 - SyntaxError, ValueError (NUL bytes), RecursionError, MemoryError
+    except BaseException as exc:
         _report(sock, {"event": "load_error", "stage": "compile", "error": _error_message(exc)})
         _exit(0)
     try:
-        exec(code, namespace)  # noqa: S102 - the point of the sandbox
-    except BaseException as exc:  # noqa: BLE001 - SystemExit included: scored by the host
+        exec(code, namespace)
+    except BaseException as exc:
         _report(sock, {"event": "load_error", "stage": "exec", "error": _error_message(exc)})
         _exit(0)
     sys.stdout.flush()
@@ -316,12 +319,12 @@ def _task_process(request: dict[str, Any], task_fd: int, output_fd: int, scratch
         # After the uid change: changing credentials clears the parent-death signal.
         _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         sock = socket.socket(fileno=3)
-    except BaseException:  # noqa: BLE001
+    except BaseException:
         traceback.print_exc()
         os._exit(70)
     try:
         _run_task(sock, request)
-    except BaseException:  # noqa: BLE001
+    except BaseException:
         os._exit(71)
     os._exit(0)
 
@@ -335,9 +338,8 @@ def _keeper_process(
         for group in config.get("cgroups", []):
             with open(os.path.join(group, "cgroup.procs"), "w") as handle:
                 handle.write(str(os.getpid()))
-        if config.get("pid_namespace"):
-            if _libc().unshare(CLONE_NEWPID) != 0:
-                raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWPID) failed")
+        if config.get("pid_namespace") and _libc().unshare(CLONE_NEWPID) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWPID) failed")
         started = time.monotonic()
         pid = os.fork()
         if pid == 0:
@@ -353,7 +355,7 @@ def _keeper_process(
             "wall_seconds": time.monotonic() - started,
         }
         os.write(status_fd, json.dumps(report).encode())
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:
         os.write(status_fd, json.dumps({"keeper_error": _error_message(exc)}).encode())
         code = 1
     os._exit(code)
@@ -448,10 +450,8 @@ class ForkServer:
             except OSError:
                 continue
             for pid in pids:
-                try:
+                with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
 
     def _sweep_uid(self) -> None:
         """Kill every process of the task uid: ``kill(-1)`` as that uid reaches no one else.
@@ -547,10 +547,8 @@ class ForkServer:
         isolated = bool(self.config.get("pid_namespace"))
         if killed_by is not None or not isolated:
             self._kill_group_members()
-        try:
+        with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
-        except ChildProcessError:
-            pass
         report = _read_all(status_r)
         os.close(status_r)
         if not isolated:  # a PID namespace dies with its first process; without one, sweep
@@ -583,10 +581,10 @@ class ForkServer:
                 if remaining <= 0:
                     os.kill(pid, signal.SIGKILL)
                     return "wall_timeout"
-                ready, _, _ = select.select([pidfd, self.control], [], [], remaining)
+                ready, _, _ = select.select([pidfd, self.control.fileno()], [], [], remaining)
                 if pidfd in ready:
                     return None
-                if self.control in ready:
+                if self.control.fileno() in ready:
                     try:
                         message = recv_message(self.control)
                     except EOFError:
@@ -617,7 +615,7 @@ def _write(path: str, value: str, missing_ok: bool = False) -> None:
 
 
 def _read_all(fd: int) -> bytes:
-    chunks = []
+    chunks: list[bytes] = []
     while True:
         data = os.read(fd, 65536)
         if not data:
@@ -633,10 +631,8 @@ def _read_capped(path: str, cap: int) -> tuple[str, bool]:
 
 def _preload(names: tuple[str, ...], importer: Callable[[str], Any] = __import__) -> None:
     for name in names:
-        try:
+        with contextlib.suppress(ImportError):
             importer(name)
-        except ImportError:
-            pass
 
 
 def main(argv: list[str]) -> int:

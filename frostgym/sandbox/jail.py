@@ -7,6 +7,7 @@ never holds root or any capability.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import os
 import shutil
@@ -71,10 +72,8 @@ class SubprocessServer:
         self.control.close()
         if self.process.poll() is None:
             self.process.kill()
-        try:
+        with contextlib.suppress(subprocess.TimeoutExpired):
             self.process.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            pass
         if self.groups is not None:
             self.groups.remove()
 
@@ -147,7 +146,7 @@ class BubblewrapLauncher:
             "cgroups": cgroup_paths,
             **self.extra_config,
         }
-        return args + ["--", *server_argv(str(python), JAIL_SCRIPT, config)]
+        return [*args, "--", *server_argv(str(python), JAIL_SCRIPT, config)]
 
     def launch(self) -> SubprocessServer:
         why = self.available()

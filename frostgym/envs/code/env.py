@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from frostgym.code.humaneval import humaneval_source
 from frostgym.core.env import FrozenEnv, Reply
-from frostgym.core.errors import InvalidActionError
+from frostgym.core.errors import GraderError, InvalidActionError
 from frostgym.core.grade import call_grader
 from frostgym.core.messages import Action, Message, message
 from frostgym.core.splits import Split
 from frostgym.core.tasks import Task
-from frostgym.code.humaneval import humaneval_source
 from frostgym.graders.code_tests import (
     CodeGraderConfig,
     CodeProblem,
@@ -137,7 +137,10 @@ class CodeEnv(FrozenEnv):
     def respond(self, task: Task, text: str, turn: int, last_turn: bool) -> Reply:
         problem = problem_of(task)
         if not last_turn and RUN_TESTS_TAG in outside_reasoning(text):
-            run = call_grader(run_visible_examples, text, problem, self.sandbox, self.limits)
+            try:
+                run = run_visible_examples(text, problem, self.sandbox, self.limits)
+            except Exception as exc:  # a harness bug, never the agent's doing: same as a grader error
+                raise GraderError(f"run_tests failed: {type(exc).__name__}: {exc}") from exc
             report = examples_report(run, problem)
             left = self.max_turns - turn - 1
             feedback = message("user", f"{report}\n({left} turn(s) left)")

@@ -1,0 +1,121 @@
+"""The sandbox core, for real: a fork server in bubblewrap (and the fallbacks)."""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+
+from frostgym.sandbox.backends import resolve_backend
+from frostgym.sandbox.client import CallError, SandboxUnavailableError
+from frostgym.sandbox.forkserver import WireError, decode_value, encode_value
+from frostgym.sandbox.limits import SandboxLimits
+from frostgym.sandbox.pool import thread_sandbox
+from tests.code_helpers import FAST_LIMITS, open_sandbox
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        None,
+        True,
+        0,
+        -(2**80),
+        1.5,
+        float("inf"),
+        -0.0,
+        "é\ud800",
+        b"\x00\xff",
+        1 + 2j,
+        [1, (2, {3})],
+        {"a": frozenset({1})},
+    ],
+)
+def test_wire_values_round_trip_exactly(value: object) -> None:
+    back = decode_value(encode_value(value))
+    assert back == value and type(back) is type(value)
+    assert repr(back) == repr(value)
+
+
+def test_wire_refuses_behaviour_and_forgeries() -> None:
+    class Sly(int):
+        def __eq__(self, other: object) -> bool:
+            return True
+
+    for bad in (Sly(1), object(), [Sly(2)], {"k": lambda: 1}):
+        with pytest.raises(WireError):
+            encode_value(bad)
+    for forged in ({"x": 1}, {"l": [1], "t": [2]}, {"f": "not-hex"}, [1, 2], 1.5):
+        with pytest.raises(WireError):
+            decode_value(forged)
+
+
+def test_insecure_backend_needs_explicit_consent() -> None:
+    with pytest.raises(SandboxUnavailableError, match="allow_insecure"):
+        resolve_backend("insecure")
+    with pytest.raises(ValueError, match="unknown sandbox backend"):
+        resolve_backend("chroot")
+
+
+@pytest.mark.parametrize("backend", ["jail", "unshare"])
+def test_calls_limits_and_isolation(backend: str) -> None:
+    box = open_sandbox(backend)  # type: ignore[arg-type]
+    try:
+        source = (
+            "import os\ndef who():\n    return [os.getuid(), os.getpid(), os.getcwd()]\n"
+            "def boom():\n    raise KeyError('x')\n"
+        )
+        with box.task(source, FAST_LIMITS) as task:
+            uid, pid, cwd = task.call("who")
+            with pytest.raises(CallError, match="KeyError"):
+                task.call("boom")
+        assert uid != 0 and pid == 1 and "scratch" in cwd
+        result = task.finish()
+        assert result.ok and result.backend == backend
+
+        started = time.monotonic()
+        looping = box.run_script("while True:\n    pass\n", FAST_LIMITS)
+        assert looping.termination == "timeout" and time.monotonic() - started < 5
+        assert box.run_script("x = bytearray(2**33)\n", FAST_LIMITS).termination == "memory_exceeded"
+        printed = box.run_script("print('hello')\n", FAST_LIMITS)
+        assert printed.output == "hello\n" and printed.ok
+    finally:
+        box.close()
+
+
+def test_dead_server_is_respawned_and_the_task_is_a_sandbox_error() -> None:
+    box = open_sandbox("jail")
+    try:
+        task = box.task("import time\ndef wait():\n    time.sleep(30)\n", SandboxLimits(cpu_seconds=1, wall_seconds=20))
+        server = box._server
+        assert server is not None
+        threading.Timer(0.3, lambda: os.killpg(server.process.pid, 9)).start()  # type: ignore[attr-defined]
+        with pytest.raises(CallError):
+            task.call("wait")
+        assert task.finish().termination == "sandbox_error"
+        with box.task("def f():\n    return 7\n", FAST_LIMITS) as again:
+            assert again.call("f") == 7
+        assert box.restarts == 1
+    finally:
+        box.close()
+
+
+def test_each_thread_gets_its_own_warm_sandbox() -> None:
+    open_sandbox("jail").close()  # skips with the reason where the jail cannot run
+    seen: dict[str, int] = {}
+
+    def work(name: str) -> None:
+        box = thread_sandbox("jail")
+        assert thread_sandbox("jail") is box
+        with box.task("def f(x):\n    return x * 2\n", FAST_LIMITS) as task:
+            seen[name] = task.call("f", 21)
+        seen[name + "-id"] = id(box)
+
+    threads = [threading.Thread(target=work, args=(f"t{i}",)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert seen["t0"] == seen["t1"] == 42 and seen["t0-id"] != seen["t1-id"]
