@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from frostgym.sandbox.client import Sandbox, SandboxUnavailableError
-from frostgym.sandbox.docker_backend import DockerLauncher, connect_engine, sandbox_container_names
+from frostgym.sandbox.docker_backend import DockerLauncher, DockerServer, connect_engine, sandbox_container_names
 from frostgym.sandbox.docker_image import ensure_image
 from frostgym.sandbox.limits import MiB, SandboxLimits
 
@@ -238,11 +238,16 @@ def test_filesystem_is_read_only_outside_scratch(sandbox: Sandbox) -> None:
 
 
 def test_container_is_removed_after_close(engine: Any) -> None:
-    launcher = DockerLauncher()
-    sb = Sandbox(launcher).start()
-    server = sb._server
-    assert server is not None and server.alive()
-    name = server.container_name  # type: ignore[attr-defined]
-    assert name in sandbox_container_names(engine)
-    sb.close()
-    assert name not in sandbox_container_names(engine)
+    sb = Sandbox(DockerLauncher()).start()
+    try:
+        server = sb._server
+        assert isinstance(server, DockerServer) and server.alive()
+        assert name_in(server.container_name, engine)
+        assert not server.socket_dir.exists()  # removed once connected: nothing to leak
+    finally:
+        sb.close()
+    assert not name_in(server.container_name, engine)
+
+
+def name_in(name: str, engine: Any) -> bool:
+    return name in sandbox_container_names(engine)

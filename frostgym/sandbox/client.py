@@ -195,7 +195,9 @@ class Task:
         cpu_limit = max(1, int(-(-self.limits.cpu_seconds // 1)))
         if report.get("killed_by") == "wall_timeout" or self._host_reason == "timeout":
             termination, detail = "timeout", f"wall-clock limit of {self.limits.wall_budget:g} s"
-        elif sig in (signal.SIGXCPU, signal.SIGKILL) and cpu >= cpu_limit - 0.05:
+        elif sig == signal.SIGXCPU or (sig == signal.SIGKILL and cpu >= cpu_limit - 0.05):
+            # Only the CPU limit sends SIGXCPU; the kernel's CPU clock is coarser than the
+            # reported CPU time, so under load it fires while that reads below the limit.
             termination, detail = "timeout", f"CPU limit of {cpu_limit} s"
         elif int(report.get("oom_kills", 0)) > 0 or self._memory_error:
             termination, detail = "memory_exceeded", f"memory limit of {self.limits.memory_bytes // (1 << 20)} MiB"

@@ -19,6 +19,7 @@ server's uid-wide ``SIGKILL`` sweep ends whatever a task left behind.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import select
 import shutil
@@ -30,14 +31,22 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import docker  # type: ignore[import-untyped]
-import docker.errors  # type: ignore[import-untyped]
-import requests.exceptions
-
 from frostgym.sandbox.client import SandboxUnavailableError, server_argv
 from frostgym.sandbox.docker_image import SANDBOX_LABEL, cannot_build_reason, ensure_image
 from frostgym.sandbox.jail import JAIL_SCRATCH, JAIL_SCRIPT, SERVER_SCRIPT, task_uid
 
+# The ``docker`` package is optional: without it this backend is merely unavailable, and
+# choosing a backend (which asks every one) must not fail on the import.
+try:
+    import docker  # type: ignore[import-untyped]
+    import docker.errors  # type: ignore[import-untyped]
+    import requests.exceptions
+except ImportError as exc:
+    DOCKER_IMPORT_ERROR: str | None = f"the docker Python package is not installed ({exc})"
+else:
+    DOCKER_IMPORT_ERROR = None
+
+log = logging.getLogger(__name__)
 GiB = 1024 * 1024 * 1024
 SOCKET_DIR = "/run/frostgym"
 SOCKET_NAME = "control.sock"
@@ -64,6 +73,8 @@ def connect_engine(timeout: int = ENGINE_TIMEOUT_S) -> docker.DockerClient:
     ``docker.from_env`` fails fast on a missing socket, a refused connection shows up on
     the first request; both become ``SandboxUnavailableError`` with the reason.
     """
+    if DOCKER_IMPORT_ERROR is not None:
+        raise SandboxUnavailableError(DOCKER_IMPORT_ERROR)
     try:
         client = docker.from_env(timeout=timeout)
     except docker.errors.DockerException as exc:
@@ -112,15 +123,16 @@ class DockerServer:
 
 
 def _remove_container(container: Any) -> None:
+    """Force-remove, never raise: this runs in cleanup paths (``terminate``, a failed
+    start, ``close``) that must go on. If the engine refuses, the server still reads EOF on
+    its closed socket and exits, and ``auto_remove`` takes the container away."""
     try:
         container.remove(force=True)
     except docker.errors.NotFound:
         pass  # auto_remove got there first
-    except docker.errors.APIError as exc:
-        if getattr(exc, "status_code", None) != 409:  # 409: removal already in progress
-            raise SandboxUnavailableError(f"docker: cannot remove container {container.name}: {exc}") from None
-    except requests.exceptions.RequestException:
-        pass  # the engine went away, and the container with it
+    except (docker.errors.DockerException, requests.exceptions.RequestException) as exc:
+        if getattr(exc, "status_code", None) != 409:  # 409: a removal already in progress
+            log.warning("docker: cannot remove sandbox container %s: %s", getattr(container, "name", "?"), exc)
 
 
 @dataclass
@@ -235,13 +247,13 @@ class DockerLauncher:
         except BaseException:
             listener.close()
             if container is not None:
-                with contextlib.suppress(SandboxUnavailableError):
-                    _remove_container(container)
+                _remove_container(container)
             shutil.rmtree(socket_dir, ignore_errors=True)
             raise
         listener.close()
-        with contextlib.suppress(OSError):  # connected: the path is no longer needed
-            os.unlink(socket_dir / SOCKET_NAME)
+        # Connected: the path is no longer needed, and removing it now means a host process
+        # killed without cleanup leaves nothing behind (its container goes on EOF).
+        shutil.rmtree(socket_dir, ignore_errors=True)
         server = DockerServer(control, container, socket_dir, name)
         self._servers = [s for s in self._servers if not s._terminated] + [server]
         return server
@@ -284,8 +296,7 @@ class DockerLauncher:
         for server in self._servers:
             if server._terminated:
                 continue
-            with contextlib.suppress(SandboxUnavailableError):
-                server.terminate()
+            server.terminate()
         self._servers = []
         if self._client is not None:
             self._client.close()

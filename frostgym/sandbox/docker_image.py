@@ -28,10 +28,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import docker  # type: ignore[import-untyped]
-import docker.errors  # type: ignore[import-untyped]
-
 from frostgym.sandbox.client import SandboxUnavailableError
+
+try:  # optional: only a caller that has a client gets here, see docker_backend
+    import docker  # type: ignore[import-untyped]
+    import docker.errors  # type: ignore[import-untyped]
+except ImportError:
+    pass
 
 IMAGE_REPOSITORY = "frostgym-sandbox"
 RECIPE_LABEL = "frostgym.recipe"
