@@ -1,10 +1,11 @@
 """Grade a coding reply by running the problem's hidden tests against it in a sandbox.
 
 The status is one of a closed set, decided in this order: the sandbox failed
-(``sandbox_error``); the process ran out of time, memory or output; the code did not
-compile (``syntax_error``) or raised while loading (``runtime_error``); then every test
-passed (``passed``), or the first failing test failed because the candidate raised or
-died (``runtime_error``) or returned a wrong value (``failed``).
+(``sandbox_error``); every test passed (``passed``: a limit reached after the last test
+does not matter); the process ran out of time, memory or output; the code did not
+compile (``syntax_error``) or raised while loading (``runtime_error``); or the first
+failing test failed because the candidate raised or died (``runtime_error``) or
+returned a wrong value (``failed``).
 
 The score is ``correctness`` (all hidden tests pass), the published HumanEval
 criterion. ``tests_passed`` (the fraction) and ``format`` are reported beside it; with
@@ -17,7 +18,7 @@ import ast
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from frostgym.code.extraction import ExtractedCode, assemble_program, extract_code
 from frostgym.code.harness import TestOutcome, TestProgram, compile_examples, compile_hidden_tests, run_tests
@@ -38,16 +39,7 @@ CodeStatus = Literal[
     "output_exceeded",
     "sandbox_error",
 ]
-STATUSES: tuple[CodeStatus, ...] = (
-    "passed",
-    "failed",
-    "syntax_error",
-    "runtime_error",
-    "timeout",
-    "memory_exceeded",
-    "output_exceeded",
-    "sandbox_error",
-)
+STATUSES: tuple[CodeStatus, ...] = get_args(CodeStatus)
 LABELS: tuple[str, ...] = STATUSES[1:]
 _FORMAT = {"fenced": 1.0, "raw": 0.5, "empty": 0.0}
 OUTPUT_CHARS = 2_000

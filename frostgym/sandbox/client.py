@@ -7,12 +7,12 @@ task can do to the host goes through the one protocol in ``forkserver``.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import signal
 import socket
 import threading
 import time
-from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, Protocol
@@ -356,8 +356,6 @@ def _lost(task: Task, detail: str) -> TaskResult:
     )
 
 
-def server_argv(python: str, script: str, config: dict[str, Any]) -> Sequence[str]:
+def server_argv(python: str, script: str, config: dict[str, Any]) -> list[str]:
     """``python -I -S forkserver.py CONFIG``: isolated mode, no site-packages."""
-    import json
-
     return [python, "-I", "-S", script, json.dumps(config, separators=(",", ":"))]

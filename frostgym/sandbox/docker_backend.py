@@ -194,7 +194,7 @@ class DockerLauncher:
         }
         return {
             "image": image,
-            "command": list(server_argv(CONTAINER_PYTHON, JAIL_SCRIPT, config)),
+            "command": server_argv(CONTAINER_PYTHON, JAIL_SCRIPT, config),
             "name": name,
             "detach": True,
             # If the host dies, the server reads EOF and exits, and the engine removes the

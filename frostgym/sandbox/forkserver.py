@@ -553,7 +553,6 @@ class ForkServer:
         os.close(status_r)
         if not isolated:  # a PID namespace dies with its first process; without one, sweep
             self._sweep_uid()
-            self._kill_group_members()
         self._drain_groups(time.monotonic() + DRAIN_SECONDS)
         output, truncated = _read_capped(output_path, int(limits["output_bytes"]))
         shutil.rmtree(scratch, ignore_errors=True)

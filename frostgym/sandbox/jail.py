@@ -14,6 +14,8 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -186,7 +188,7 @@ class UnshareLauncher:
             "private_mounts": ["/tmp", "/dev/shm"],
         }
         unshare = ["unshare", "--ipc", "--pid", "--net", "--uts", "--mount", "--fork", "--kill-child"]
-        return unshare + list(server_argv(str(shared_python()), str(SERVER_SCRIPT), config))
+        return unshare + server_argv(str(shared_python()), str(SERVER_SCRIPT), config)
 
     def launch(self) -> SubprocessServer:
         why = self.available()
@@ -206,24 +208,19 @@ class InsecureLauncher:
 
     name: str = "insecure"
 
+    def argv(self, control_fd: int, scratch_root: str) -> list[str]:
+        config = {"control_fd": control_fd, "uid": None, "pid_namespace": False, "scratch_root": scratch_root}
+        return server_argv(str(sandbox_python()), str(SERVER_SCRIPT), config)
+
     def launch(self) -> SubprocessServer:
-        config = {"control_fd": 0, "uid": None, "pid_namespace": False, "scratch_root": _private_scratch()}
-        return _launch_with_fd(
-            lambda fd: list(server_argv(str(sandbox_python()), str(SERVER_SCRIPT), {**config, "control_fd": fd})),
-            None,
-        )
+        scratch_root = tempfile.mkdtemp(prefix="frostgym-scratch-")
+        return _launch_with_fd(lambda fd: self.argv(fd, scratch_root), None)
 
     def close(self) -> None:
         pass
 
 
-def _private_scratch() -> str:
-    import tempfile
-
-    return tempfile.mkdtemp(prefix="frostgym-scratch-")
-
-
-def _launch_with_fd(make_argv: Any, groups: TaskGroups | None) -> SubprocessServer:
+def _launch_with_fd(make_argv: Callable[[int], list[str]], groups: TaskGroups | None) -> SubprocessServer:
     host_end, server_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     fd = server_end.fileno()
     try:

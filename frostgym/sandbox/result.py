@@ -3,17 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 Termination = Literal["exited", "timeout", "memory_exceeded", "output_exceeded", "crashed", "sandbox_error"]
-TERMINATIONS: tuple[Termination, ...] = (
-    "exited",
-    "timeout",
-    "memory_exceeded",
-    "output_exceeded",
-    "crashed",
-    "sandbox_error",
-)
+TERMINATIONS: tuple[Termination, ...] = get_args(Termination)
 
 
 @dataclass(frozen=True)

@@ -11,16 +11,16 @@ Protocol (also told to the agent in the system message):
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from frostgym.code.humaneval import humaneval_source
 from frostgym.core.env import FrozenEnv, Reply
-from frostgym.core.errors import GraderError, InvalidActionError
+from frostgym.core.errors import GraderError
 from frostgym.core.grade import call_grader
 from frostgym.core.messages import Action, Message, message
 from frostgym.core.splits import Split
 from frostgym.core.tasks import Task
+from frostgym.core.tool_calls import function_tools, single_tool_call
 from frostgym.graders.code_tests import (
     CodeGraderConfig,
     CodeProblem,
@@ -45,24 +45,14 @@ MULTI_TURN_PROMPT = (
     "Your final reply is the one without <run_tests>. You have {turns} turns in total."
 )
 RUN_TESTS_TAG = "<run_tests>"
-TOOLS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {"code": {"type": "string", "description": "The complete Python function."}},
-                "required": ["code"],
-            },
-        },
-    }
-    for name, description in (
+TOOLS: list[dict[str, Any]] = function_tools(
+    "code",
+    "The complete Python function.",
+    (
         ("run_tests", "Run the code on the docstring examples and see the results (uses a turn)."),
         ("submit", "Submit the final code; it is graded on the hidden tests. Ends the episode."),
-    )
-]
+    ),
+)
 
 
 def problem_of(task: Task) -> CodeProblem:
@@ -113,23 +103,7 @@ class CodeEnv(FrozenEnv):
     def coerce_action(self, action: Action) -> tuple[str, bool]:
         """Tool-call dicts become the equivalent text, so history and grader see one form."""
         if isinstance(action, dict) and "tool_calls" in action:
-            calls = action["tool_calls"]
-            if not isinstance(calls, list) or len(calls) != 1:
-                count = len(calls) if isinstance(calls, list) else "no list of"
-                raise InvalidActionError(f"CodeEnv takes exactly one tool call per turn, got {count} calls")
-            call = calls[0]
-            name = call.get("name") if isinstance(call, dict) else None
-            arguments = call.get("arguments") if isinstance(call, dict) else None
-            if isinstance(arguments, str):
-                try:
-                    arguments = json.loads(arguments)
-                except json.JSONDecodeError as error:
-                    raise InvalidActionError(f"tool call arguments are not valid JSON: {error}") from error
-            if name not in ("run_tests", "submit") or not isinstance(arguments, dict):
-                raise InvalidActionError(f"unknown tool call {name!r}: CodeEnv offers run_tests(code) and submit(code)")
-            code = arguments.get("code")
-            if not isinstance(code, str):
-                raise InvalidActionError(f"{name} needs a 'code' string argument")
+            name, code = single_tool_call(action, "CodeEnv", ("run_tests", "submit"), "code")
             prefix = f"{RUN_TESTS_TAG}\n" if name == "run_tests" else ""
             return super().coerce_action(f"{prefix}```python\n{code}\n```")
         return super().coerce_action(action)

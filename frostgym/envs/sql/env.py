@@ -13,15 +13,14 @@ reply without ``<answer>`` is graded ``no_answer``.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from frostgym.core.env import FrozenEnv, Reply
-from frostgym.core.errors import InvalidActionError
 from frostgym.core.grade import call_grader
 from frostgym.core.messages import Action, Message, message
 from frostgym.core.splits import Split
 from frostgym.core.tasks import Task
+from frostgym.core.tool_calls import function_tools, single_tool_call
 from frostgym.envs.sql.tasks import sql_source
 from frostgym.graders.extraction import outside_reasoning, tagged_blocks
 from frostgym.graders.sql_execution import DEFAULT_CONFIG, SQLGraderConfig, grade_sql
@@ -35,24 +34,14 @@ SYSTEM_PROMPT = (
     "Return exactly the columns the question asks for, in that order. "
     "You have {turns} turns in total."
 )
-TOOLS: list[dict[str, Any]] = [
-    {
-        "type": "function",
-        "function": {
-            "name": name,
-            "description": description,
-            "parameters": {
-                "type": "object",
-                "properties": {"query": {"type": "string", "description": "One SQLite SELECT statement."}},
-                "required": ["query"],
-            },
-        },
-    }
-    for name, description in (
+TOOLS: list[dict[str, Any]] = function_tools(
+    "query",
+    "One SQLite SELECT statement.",
+    (
         ("run_sql", "Run an exploratory read-only query and see (part of) its result."),
         ("submit_sql", "Submit the final query that answers the question. Ends the episode."),
-    )
-]
+    ),
+)
 _TOOL_TAG = {"run_sql": "sql", "submit_sql": "answer"}
 
 
@@ -87,24 +76,9 @@ class SQLEnv(FrozenEnv):
         """Tool-call dicts become the equivalent tagged text, so the history and the
         grader see one form."""
         if isinstance(action, dict) and "tool_calls" in action:
-            calls = action["tool_calls"]
-            if not isinstance(calls, list) or len(calls) != 1:
-                count = len(calls) if isinstance(calls, list) else "no list of"
-                raise InvalidActionError(f"SQLEnv takes exactly one tool call per turn, got {count} calls")
-            call = calls[0]
-            name = call.get("name") if isinstance(call, dict) else None
-            arguments = call.get("arguments") if isinstance(call, dict) else None
-            if isinstance(arguments, str):
-                try:
-                    arguments = json.loads(arguments)
-                except json.JSONDecodeError as error:
-                    raise InvalidActionError(f"tool call arguments are not valid JSON: {error}") from error
-            if name not in _TOOL_TAG or not isinstance(arguments, dict) or not isinstance(arguments.get("query"), str):
-                raise InvalidActionError(
-                    f"unknown tool call {name!r}: SQLEnv offers run_sql(query) and submit_sql(query)"
-                )
+            name, query = single_tool_call(action, "SQLEnv", tuple(_TOOL_TAG), "query")
             tag = _TOOL_TAG[name]
-            return super().coerce_action(f"<{tag}>{arguments['query']}</{tag}>")
+            return super().coerce_action(f"<{tag}>{query}</{tag}>")
         return super().coerce_action(action)
 
     def respond(self, task: Task, text: str, turn: int, last_turn: bool) -> Reply:
