@@ -9,8 +9,9 @@ import time
 import pytest
 
 from frostgym.sandbox.backends import resolve_backend
-from frostgym.sandbox.client import CallError, SandboxUnavailableError
+from frostgym.sandbox.client import CallError, Sandbox, SandboxUnavailableError
 from frostgym.sandbox.forkserver import WireError, decode_value, encode_value
+from frostgym.sandbox.jail import InsecureLauncher, SubprocessServer
 from frostgym.sandbox.limits import SandboxLimits
 from frostgym.sandbox.pool import thread_sandbox
 from tests.code_helpers import FAST_LIMITS, open_sandbox
@@ -55,6 +56,16 @@ def test_wire_refuses_behaviour_and_forgeries() -> None:
 def test_insecure_backend_needs_explicit_consent() -> None:
     with pytest.raises(SandboxUnavailableError, match="allow_insecure"):
         resolve_backend("insecure")
+
+
+def test_insecure_backend_removes_its_scratch_root() -> None:
+    box = Sandbox(InsecureLauncher()).start()
+    server = box._server
+    assert isinstance(server, SubprocessServer) and server.scratch_root is not None
+    with box.task("def f():\n    return 1\n", FAST_LIMITS) as task:
+        assert task.call("f") == 1
+    box.close()
+    assert not os.path.exists(server.scratch_root)
     with pytest.raises(ValueError, match="unknown sandbox backend"):
         resolve_backend("chroot")
 
@@ -119,3 +130,68 @@ def test_each_thread_gets_its_own_warm_sandbox() -> None:
     for t in threads:
         t.join()
     assert seen["t0"] == seen["t1"] == 42 and seen["t0-id"] != seen["t1-id"]
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        with open(f"/proc/{pid}/task/{pid}/children") as handle:
+            return [int(p) for p in handle.read().split()]
+    except OSError:
+        return []
+
+
+def _is_server(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            argv = handle.read().split(b"\0")
+    except OSError:
+        return False
+    return os.path.basename(argv[0]).startswith(b"python") and any(a.endswith(b"forkserver.py") for a in argv)
+
+
+def _state(pid: int) -> str:
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            return handle.read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def _spares(launcher_pid: int) -> list[int]:
+    """Processes forked by a fork server: with no task running, only its spare."""
+    found: list[int] = []
+    stack = [launcher_pid]
+    while stack:
+        pid = stack.pop()
+        for child in _children(pid):
+            if _is_server(pid) and _is_server(child):
+                found.append(child)
+            else:
+                stack.append(child)
+    return found
+
+
+@pytest.mark.parametrize("backend", ["jail", "unshare"])
+def test_a_spare_that_dies_is_replaced_and_the_server_survives(backend: str) -> None:
+    box = open_sandbox(backend)  # type: ignore[arg-type]
+    try:
+        for _ in range(3):
+            with box.task("import os\ndef pid():\n    return os.getpid()\n", FAST_LIMITS) as task:
+                assert task.call("pid") == 1  # every task is its own namespace's init
+            assert task.finish().ok
+            server = box._server
+            assert server is not None
+            deadline = time.monotonic() + 5
+            spares = _spares(server.process.pid)  # type: ignore[attr-defined]
+            while not spares and time.monotonic() < deadline:
+                time.sleep(0.01)
+                spares = _spares(server.process.pid)  # type: ignore[attr-defined]
+            assert len(spares) == 1, spares
+            os.kill(spares[0], 9)
+            while _state(spares[0]) not in ("Z", "gone"):  # dead before the next task starts
+                time.sleep(0.001)
+        with box.task("def f():\n    return 7\n", FAST_LIMITS) as again:
+            assert again.call("f") == 7
+        assert again.finish().ok and box.restarts == 0
+    finally:
+        box.close()

@@ -203,8 +203,8 @@ class Task:
             termination, detail = "memory_exceeded", f"memory limit of {self.limits.memory_bytes // (1 << 20)} MiB"
         elif sig == signal.SIGXFSZ or self._value_overflow:
             termination, detail = "output_exceeded", "file, output or return-value size limit"
-        elif "keeper_error" in report or exit_code == EXIT_SETUP_FAILED:
-            termination, detail = "sandbox_error", str(report.get("keeper_error") or report.get("output", ""))[:500]
+        elif "setup_error" in report or exit_code == EXIT_SETUP_FAILED:
+            termination, detail = "sandbox_error", str(report.get("setup_error") or report.get("output", ""))[:500]
         elif exit_code == EXIT_RUNTIME_BROKEN:
             termination, detail = "crashed", "the code broke the task process's own runtime"
         elif sig is not None:

@@ -57,7 +57,7 @@ CONTAINER_MEMORY_GROUPS = ("/sys/fs/cgroup/memory", "/sys/fs/cgroup")
 ENGINE_TIMEOUT_S = 30
 PING_TIMEOUT_S = 5
 # Everything else is dropped. SETUID/SETGID: drop each task to its uid (and the sweep to
-# it); CHOWN: hand the task its scratch dir; KILL: kill keepers and tasks of another uid;
+# it); CHOWN: hand the task its scratch dir; KILL: kill tasks of another uid;
 # DAC_OVERRIDE/FOWNER: clean up scratch dirs the task owns.
 SERVER_CAPABILITIES = ("SETUID", "SETGID", "CHOWN", "KILL", "DAC_OVERRIDE", "FOWNER")
 
@@ -188,7 +188,7 @@ class DockerLauncher:
             "uid": task_uid(),
             "pid_namespace": False,
             "scratch_root": JAIL_SCRATCH,
-            "cgroups": [],  # the container's cgroups are read-only inside it
+            "cgroup_slots": [],  # the container's cgroups are read-only inside it
             "oom_groups": list(CONTAINER_MEMORY_GROUPS),
             **self.extra_config,
         }

@@ -12,10 +12,13 @@ a result file. Here the untrusted process only *evaluates calls* it is sent and 
 plain data (exact builtin types, nothing else); the host rebuilds the values and runs
 the checks itself. What the child may claim is "this call returned this plain value".
 
-Per task the server forks a keeper process (A), which may enter a fresh PID namespace
-and forks the task process (B). B sets up its own session, limits, scratch dir and
-unprivileged uid, then runs the code. Killing A kills B (parent-death signal), and B's
-death tears down its whole namespace; without namespaces a uid-wide SIGKILL sweep does.
+Per task the server forks one task process, alone in a fresh PID namespace where it
+can. It sets up its own session, output and scratch dir, joins its cgroups, and waits
+as the *spare* for its request; with the request come its limits and its unprivileged
+uid, and then the code runs. The next task's spare is forked while the current task
+runs, so no fork is on a task's clock. The task process is its namespace's init: its
+death tears down everything it started; without namespaces a uid-wide SIGKILL sweep
+does.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ import base64
 import contextlib
 import ctypes
 import errno
+import functools
+import gc
 import json
 import math
 import os
@@ -38,6 +43,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 PROTOCOL_VERSION = 1
@@ -186,6 +192,7 @@ def decode_value(data: Any, depth: int = 0) -> Any:
 # -- the task process (B) ----------------------------------------------------------------
 
 
+@functools.cache
 def _libc() -> Any:
     return ctypes.CDLL(None, use_errno=True)
 
@@ -209,7 +216,7 @@ def _apply_limits(limits: dict[str, Any], uid: int | None) -> None:
 
 def _prefer_as_oom_victim() -> None:
     """Where several tasks' worth of memory shares one limit (a container), the kernel's
-    OOM killer should take the task, never the server or a keeper. Best effort."""
+    OOM killer should take the task, never the server. Best effort."""
     try:
         with open("/proc/self/oom_score_adj", "w") as handle:
             handle.write("1000")
@@ -295,29 +302,52 @@ def _run_task(sock: socket.socket, request: dict[str, Any]) -> None:
     _serve_calls(sock, namespace, int(request["limits"]["value_bytes"]))
 
 
-def _task_process(request: dict[str, Any], task_fd: int, output_fd: int, scratch: str, uid: int | None) -> None:
-    """B: never returns."""
+def _task_process(channel_fd: int, output_fd: int, scratch: str, groups: list[str], config: dict[str, Any]) -> None:
+    """The task process: set up as far as it can before its task exists, wait for it,
+    run it. Never returns.
+
+    Everything that does not depend on the request (session, output, scratch dir,
+    environment, cgroups) is done while this process waits as the spare, off the task's
+    clock; what does (limits, the task socket) follows the request, and the uid drop
+    comes last, before any untrusted code runs.
+    """
+    uid = config.get("uid")
     try:
+        libc = _libc()
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         os.setsid()
         devnull = os.open(os.devnull, os.O_RDONLY)
         os.dup2(devnull, 0)
         os.dup2(output_fd, 1)
         os.dup2(output_fd, 2)
-        os.dup2(task_fd, 3)
-        os.closerange(4, 1 << 16)
+        os.closerange(3, channel_fd)  # what the server held when it forked this spare
+        os.closerange(channel_fd + 1, 1 << 16)
         os.chdir(scratch)
-        for name in list(os.environ):
-            del os.environ[name]
+        os.environ.clear()
         os.environ.update({"HOME": scratch, "TMPDIR": scratch, "PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
         signal.signal(signal.SIGPIPE, signal.SIG_DFL)
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGXCPU, signal.SIGXFSZ):
             signal.signal(sig, signal.SIG_DFL)
         _prefer_as_oom_victim()
+        for group in groups:  # "0": the writer itself, in any PID namespace
+            with open(os.path.join(group, "cgroup.procs"), "w") as handle:
+                handle.write("0")
+        channel = socket.socket(fileno=channel_fd)
+        fds: list[int] = []
+        try:
+            request = recv_message(channel, fds=fds)
+        except (EOFError, OSError):
+            os._exit(0)  # a spare the server no longer needs
+        channel.close()
+        if len(fds) != 1:
+            raise WireError("a task needs exactly one task socket")
+        os.dup2(fds[0], 3)
+        os.closerange(4, 1 << 16)
         _apply_limits(request["limits"], uid)
         if uid is not None:
             _drop_privileges(uid)
         # After the uid change: changing credentials clears the parent-death signal.
-        _libc().prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
         sock = socket.socket(fileno=3)
     except BaseException:
         traceback.print_exc()
@@ -329,36 +359,35 @@ def _task_process(request: dict[str, Any], task_fd: int, output_fd: int, scratch
     os._exit(0)
 
 
-def _keeper_process(
-    request: dict[str, Any], task_fd: int, output_fd: int, status_fd: int, scratch: str, config: dict[str, Any]
-) -> None:
-    """A: joins the task cgroups, optionally a new PID namespace, forks B, reports B's end."""
-    code = 0
-    try:
-        for group in config.get("cgroups", []):
-            with open(os.path.join(group, "cgroup.procs"), "w") as handle:
-                handle.write(str(os.getpid()))
-        if config.get("pid_namespace") and _libc().unshare(CLONE_NEWPID) != 0:
-            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWPID) failed")
-        started = time.monotonic()
-        pid = os.fork()
-        if pid == 0:
-            os.close(status_fd)
-            _task_process(request, task_fd, output_fd, scratch, config.get("uid"))
-        os.close(task_fd)
-        os.close(output_fd)
-        _, status, usage = os.wait4(pid, 0)
-        report = {
-            "wait_status": status,
-            "cpu_seconds": usage.ru_utime + usage.ru_stime,
-            "max_rss_kb": usage.ru_maxrss,
-            "wall_seconds": time.monotonic() - started,
-        }
-        os.write(status_fd, json.dumps(report).encode())
-    except BaseException as exc:
-        os.write(status_fd, json.dumps({"keeper_error": _error_message(exc)}).encode())
-        code = 1
-    os._exit(code)
+@dataclass
+class _Spare:
+    """A task process forked ahead of its task, waiting on ``channel``.
+
+    Forking this server costs about 1 ms, and the copy-on-write faults that follow cost
+    as much again; made while the task before runs (or the host grades it), none of it
+    is on a task's clock.
+    """
+
+    number: int
+    pid: int
+    pidfd: int  # signals through it can never reach a recycled pid
+    channel: socket.socket
+    scratch: str
+    output_path: str
+    groups: list[str]  # its slot's cgroups, which no other task uses meanwhile
+
+    def kill(self) -> None:
+        with contextlib.suppress(OSError):
+            signal.pidfd_send_signal(self.pidfd, signal.SIGKILL)
+
+    def discard(self) -> None:
+        """Drop a spare that will never run; the server's stray reaping collects it."""
+        self.channel.close()
+        self.kill()
+        os.close(self.pidfd)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            os.unlink(self.output_path)
 
 
 # -- the server ------------------------------------------------------------------------
@@ -371,20 +400,33 @@ class ForkServer:
         self.scratch_root = config.get("scratch_root", "/tmp/frostgym-scratch")
         self.uid: int | None = config.get("uid")
         self.count = 0
-        self._cgroup_limits: tuple[int, int] | None = None
+        self.spare: _Spare | None = None
+        self._own_pid_ns: int | None = None  # an fd of it, where tasks get namespaces of their own
+        self.cgroup_slots: list[list[str]] = config.get("cgroup_slots", [])
+        self._cgroup_limits: dict[tuple[str, ...], tuple[int, int]] = {}
 
     def serve(self) -> None:
-        # Orphans of tasks (a task process whose keeper was killed, strays without a PID
+        # Orphans of tasks (strays without a PID
         # namespace) come to this server, not to an init it cannot wait for, so it can
         # reap them before the next task; in a container the server is PID 1 anyway.
         _libc().prctl(PR_SET_CHILD_SUBREAPER, 1)
         for path in self.config.get("private_mounts", []):
             _mount_private_tmpfs(path)
         os.makedirs(self.scratch_root, mode=0o711, exist_ok=True)
+        if self.config.get("pid_namespace"):
+            self._own_pid_ns = os.open("/proc/self/ns/pid", os.O_RDONLY)
         send_message(
             self.control, {"event": "ready", "protocol": PROTOCOL_VERSION, "pid": os.getpid(), **self._probe()}
         )
+        try:
+            self._serve_requests()
+        finally:
+            if self.spare is not None:
+                self.spare.discard()
+
+    def _serve_requests(self) -> None:
         while True:
+            self._ensure_spare()
             fds: list[int] = []
             try:
                 request = recv_message(self.control, fds=fds)
@@ -394,7 +436,7 @@ class ForkServer:
             if op == "run":
                 if len(fds) != 1:
                     error = {"type": "ProtocolError", "message": "run needs exactly one task socket"}
-                    send_message(self.control, {"event": "exit", "keeper_error": error, "output": ""})
+                    send_message(self.control, {"event": "exit", "setup_error": error, "output": ""})
                     for fd in fds:
                         os.close(fd)
                     continue
@@ -410,14 +452,14 @@ class ForkServer:
             self._reap_strays()
 
     def _probe(self) -> dict[str, Any]:
-        return {"python": sys.version.split()[0], "uid": os.getuid(), "cgroups": bool(self.config.get("cgroups"))}
+        return {"python": sys.version.split()[0], "uid": os.getuid(), "cgroups": bool(self.cgroup_slots)}
 
-    def _set_cgroup_limits(self, limits: dict[str, Any]) -> None:
+    def _set_cgroup_limits(self, groups: list[str], limits: dict[str, Any]) -> None:
         wanted = (int(limits["processes"]), int(limits["memory_bytes"]))
-        if wanted == self._cgroup_limits:
+        if self._cgroup_limits.get(tuple(groups)) == wanted:
             return
-        self._cgroup_limits = None
-        for group in self.config.get("cgroups", []):
+        self._cgroup_limits.pop(tuple(groups), None)
+        for group in groups:
             if os.path.exists(os.path.join(group, "pids.max")):
                 _write(os.path.join(group, "pids.max"), str(int(limits["processes"]) + 1))
             if os.path.exists(os.path.join(group, "memory.limit_in_bytes")):  # cgroup v1
@@ -425,13 +467,13 @@ class ForkServer:
             elif os.path.exists(os.path.join(group, "memory.max")):  # cgroup v2
                 _write(os.path.join(group, "memory.max"), str(int(limits["memory_bytes"])))
                 _write(os.path.join(group, "memory.swap.max"), "0", missing_ok=True)
-        self._cgroup_limits = wanted
+        self._cgroup_limits[tuple(groups)] = wanted
 
-    def _oom_kills(self) -> int:
+    def _oom_kills(self, groups: list[str]) -> int:
         """OOM kills so far in the task groups and in ``oom_groups``: groups only watched,
         never written (a container's own, read-only memory cgroup)."""
         total = 0
-        for group in [*self.config.get("cgroups", []), *self.config.get("oom_groups", [])]:
+        for group in [*groups, *self.config.get("oom_groups", [])]:
             for name in ("memory.oom_control", "memory.events"):
                 path = os.path.join(group, name)
                 if os.path.exists(path):
@@ -442,8 +484,8 @@ class ForkServer:
                                 total += int(value)
         return total
 
-    def _kill_group_members(self) -> None:
-        for group in self.config.get("cgroups", []):
+    def _kill_group_members(self, groups: list[str]) -> None:
+        for group in groups:
             try:
                 with open(os.path.join(group, "cgroup.procs")) as handle:
                     pids = [int(line) for line in handle if line.strip()]
@@ -452,6 +494,11 @@ class ForkServer:
             for pid in pids:
                 with contextlib.suppress(OSError):
                     os.kill(pid, signal.SIGKILL)
+
+    @property
+    def _sweeps(self) -> bool:
+        """Whether tasks end with a uid sweep, which must run with no spare alive."""
+        return self._own_pid_ns is None and self.uid is not None and self.uid != 0
 
     def _sweep_uid(self) -> None:
         """Kill every process of the task uid: ``kill(-1)`` as that uid reaches no one else.
@@ -462,15 +509,18 @@ class ForkServer:
         ``kill`` too, so meanwhile this server reaps: it is the subreaper of everything
         its tasks leave (``serve``), so every killed stray is its child, and "none left" is
         reached within milliseconds. ``SWEEP_ROUNDS`` only caps a pathological case.
+
+        ``kill(-1)`` fails with ESRCH only when no process but init and the caller exists
+        at all (one it may not signal still counts), so the sweep runs with no spare
+        alive: without a PID namespace the spare is forked after it.
         """
-        if self.uid is None or self.uid == 0:
+        uid = self.uid
+        if not self._sweeps or uid is None:
             return
         pid = os.fork()
         if pid == 0:
             try:
-                os.setgroups([])
-                os.setgid(self.uid)
-                os.setuid(self.uid)
+                _drop_privileges(uid)
                 for _ in range(SWEEP_ROUNDS):
                     try:
                         os.kill(-1, signal.SIGKILL)
@@ -487,10 +537,10 @@ class ForkServer:
             if reaped == pid:
                 return
 
-    def _drain_groups(self, deadline: float) -> None:
+    def _drain_groups(self, groups: list[str], deadline: float) -> None:
         """Wait until the task's cgroups hold no process, zombies included, so the next
         task starts with its whole pids budget (a killed namespace takes a moment to die)."""
-        counters = [os.path.join(g, "pids.current") for g in self.config.get("cgroups", [])]
+        counters = [os.path.join(g, "pids.current") for g in groups]
         counters = [c for c in counters if os.path.exists(c)]
         while counters:
             self._reap_strays()
@@ -500,7 +550,7 @@ class ForkServer:
                     busy = busy or int(handle.read().strip() or 0) > 0
             if not busy or time.monotonic() > deadline:
                 return
-            self._kill_group_members()
+            self._kill_group_members(groups)
             time.sleep(0.001)
 
     def _reap_strays(self) -> None:
@@ -512,88 +562,149 @@ class ForkServer:
             if pid == 0:
                 return
 
-    def _run(self, request: dict[str, Any], task_fd: int) -> None:
+    def _ensure_spare(self) -> None:
+        """Fork the next task's process now, if none is waiting already. A failure here
+        is left for ``_hand_over`` to report with the task that needs it."""
+        if self.spare is None:
+            with contextlib.suppress(OSError):
+                self.spare = self._prefork()
+
+    def _prefork(self) -> _Spare:
+        """Fork a spare task process: into a new PID namespace where configured (it is the
+        namespace's init, so its death ends everything it started), as this server's
+        own child (so the server reads its exit status and resource use directly)."""
         self.count += 1
-        limits = request["limits"]
         scratch = os.path.join(self.scratch_root, f"task-{self.count}")
+        output_path = os.path.join(self.scratch_root, f"output-{self.count}")
         shutil.rmtree(scratch, ignore_errors=True)
         os.mkdir(scratch, 0o700)
         if self.uid is not None:
             os.chown(scratch, self.uid, self.uid)
-        output_path = os.path.join(self.scratch_root, f"output-{self.count}")
         output_fd = os.open(output_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        status_r, status_w = os.pipe()
-        oom_before = self._oom_kills()
+        groups = self.cgroup_slots[self.count % len(self.cgroup_slots)] if self.cgroup_slots else []
+        server_end, spare_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
-            self._set_cgroup_limits(limits)
-        except OSError as exc:
-            error = {"type": "CgroupError", "message": f"cgroup setup failed: {exc}"}
-            send_message(self.control, {"event": "exit", "keeper_error": error, "output": ""})
-            for fd in (task_fd, output_fd, status_r, status_w):
-                os.close(fd)
+            pid = self._fork_task_process()
+        except OSError:
+            os.close(output_fd)
+            server_end.close()
+            spare_end.close()
             shutil.rmtree(scratch, ignore_errors=True)
             os.unlink(output_path)
-            return
-        started = time.monotonic()
-        pid = os.fork()
+            raise
         if pid == 0:
-            self.control.close()
-            os.close(status_r)
-            _keeper_process(request, task_fd, output_fd, status_w, scratch, self.config)
-        os.close(task_fd)
+            _task_process(spare_end.detach(), output_fd, scratch, groups, self.config)
         os.close(output_fd)
-        os.close(status_w)
-        killed_by = self._wait(pid, started + float(limits["wall_seconds"]))
-        isolated = bool(self.config.get("pid_namespace"))
-        if killed_by is not None or not isolated:
-            self._kill_group_members()
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
-        report = _read_all(status_r)
-        os.close(status_r)
-        if not isolated:  # a PID namespace dies with its first process; without one, sweep
-            self._sweep_uid()
-        self._drain_groups(time.monotonic() + DRAIN_SECONDS)
-        output, truncated = _read_capped(output_path, int(limits["output_bytes"]))
-        shutil.rmtree(scratch, ignore_errors=True)
-        os.unlink(output_path)
+        spare_end.close()
+        return _Spare(self.count, pid, os.pidfd_open(pid), server_end, scratch, output_path, groups)
+
+    def _fork_task_process(self) -> int:
+        """``os.fork``, with the child alone in a new PID namespace where configured.
+
+        ``unshare(CLONE_NEWPID)`` only places the caller's *next* children, and only once
+        (a second call fails); ``setns`` back to the server's own namespace re-arms it,
+        so the server forks every task itself, with no intermediate process.
+        """
+        if self._own_pid_ns is None:
+            return os.fork()
+        libc = _libc()
+        if libc.unshare(CLONE_NEWPID) != 0:
+            raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWPID) failed")
         try:
-            status = json.loads(report) if report else {"keeper_error": {"type": "NoReport", "message": "keeper died"}}
-        except ValueError:
-            status = {"keeper_error": {"type": "BadReport", "message": report[:200].decode("latin-1")}}
-        status.update(
+            pid = os.fork()
+        except OSError:
+            self._restore_pid_ns()
+            raise
+        if pid != 0:
+            self._restore_pid_ns()
+        return pid
+
+    def _restore_pid_ns(self) -> None:
+        if self._own_pid_ns is not None and _libc().setns(self._own_pid_ns, CLONE_NEWPID) != 0:
+            raise OSError(ctypes.get_errno(), "setns back to the server's PID namespace failed")
+
+    def _hand_over(self, request: dict[str, Any], task_fd: int) -> tuple[_Spare, int, float]:
+        """Give the task to the waiting spare, under its slot's limits; one that died
+        meanwhile is replaced once. Returns the spare, its groups' OOM kills so far and
+        the task's start time."""
+        for attempt in range(2):
+            spare, self.spare = self.spare or self._prefork(), None
+            try:
+                if select.select([spare.pidfd], [], [], 0)[0]:  # it died waiting (say, OOM)
+                    raise OSError(errno.ESRCH, "the spare task process died")
+                self._set_cgroup_limits(spare.groups, request["limits"])
+                oom_before = self._oom_kills(spare.groups)
+                started = time.monotonic()
+                send_message(spare.channel, request, fds=[task_fd])
+                spare.channel.close()
+                return spare, oom_before, started
+            except OSError:
+                spare.discard()
+                if attempt:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _run(self, request: dict[str, Any], task_fd: int) -> None:
+        limits = request["limits"]
+        try:
+            spare, oom_before, started = self._hand_over(request, task_fd)
+        except OSError as exc:
+            error = {"type": "SetupError", "message": f"task setup failed: {exc}"}
+            send_message(self.control, {"event": "exit", "setup_error": error, "output": ""})
+            return
+        finally:
+            os.close(task_fd)
+        isolated = self._own_pid_ns is not None
+        if isolated or not self._sweeps:  # the next task's process forks while this one runs
+            self._ensure_spare()
+        killed_by, report = self._wait(spare, started + float(limits["wall_seconds"]))
+        os.close(spare.pidfd)
+        if killed_by is not None or not isolated:
+            # A reaped namespace init has had its whole namespace reaped first; anything
+            # else may still be running or dying.
+            self._kill_group_members(spare.groups)
+            if not isolated:
+                self._sweep_uid()
+            self._drain_groups(spare.groups, time.monotonic() + DRAIN_SECONDS)
+        output, truncated = _read_capped(spare.output_path, int(limits["output_bytes"]))
+        shutil.rmtree(spare.scratch, ignore_errors=True)
+        os.unlink(spare.output_path)
+        report.update(
             event="exit",
             killed_by=killed_by,
-            oom_kills=self._oom_kills() - oom_before,
+            oom_kills=self._oom_kills(spare.groups) - oom_before,
             output=output,
             output_truncated=truncated,
             elapsed_seconds=time.monotonic() - started,
         )
-        send_message(self.control, status)
+        send_message(self.control, report)
 
-    def _wait(self, pid: int, deadline: float) -> str | None:
-        """Until the keeper exits, the host asks for a kill, or the wall deadline passes."""
-        pidfd = os.pidfd_open(pid)
-        try:
-            while True:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    os.kill(pid, signal.SIGKILL)
-                    return "wall_timeout"
-                ready, _, _ = select.select([pidfd, self.control.fileno()], [], [], remaining)
-                if pidfd in ready:
-                    return None
-                if self.control.fileno() in ready:
-                    try:
-                        message = recv_message(self.control)
-                    except EOFError:
-                        os.kill(pid, signal.SIGKILL)
-                        raise
-                    if message.get("op") == "kill":
-                        os.kill(pid, signal.SIGKILL)
-                        return str(message.get("reason", "host"))
-        finally:
-            os.close(pidfd)
+    def _wait(self, spare: _Spare, deadline: float) -> tuple[str | None, dict[str, Any]]:
+        """Until the task process ends, the host asks for a kill, or the wall deadline
+        passes. Returns who killed it, if anyone, and how it ended."""
+        killed_by: str | None = None
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                killed_by = "wall_timeout"
+                break
+            ready, _, _ = select.select([spare.pidfd, self.control.fileno()], [], [], remaining)
+            if spare.pidfd in ready:
+                break
+            if self.control.fileno() in ready:
+                try:
+                    message = recv_message(self.control)
+                except EOFError:
+                    spare.kill()
+                    raise
+                if message.get("op") == "kill":
+                    killed_by = str(message.get("reason", "host"))
+                    break
+        if killed_by is not None:
+            spare.kill()
+        _, status, usage = os.wait4(spare.pid, 0)
+        report = {"wait_status": status, "cpu_seconds": usage.ru_utime + usage.ru_stime, "max_rss_kb": usage.ru_maxrss}
+        return killed_by, report
 
 
 def _mount_private_tmpfs(path: str) -> None:
@@ -611,15 +722,6 @@ def _write(path: str, value: str, missing_ok: bool = False) -> None:
     except OSError as exc:
         if not (missing_ok and exc.errno in (errno.ENOENT, errno.EINVAL, errno.EACCES)):
             raise
-
-
-def _read_all(fd: int) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        data = os.read(fd, 65536)
-        if not data:
-            return b"".join(chunks)
-        chunks.append(data)
 
 
 def _read_capped(path: str, cap: int) -> tuple[str, bool]:
@@ -643,6 +745,7 @@ def main(argv: list[str]) -> int:
     else:
         control = socket.socket(fileno=int(config.get("control_fd", 3)))
     _preload(PRELOAD)
+    gc.freeze()  # tasks' collections never scan (and so never copy) what the server holds
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     ForkServer(control, config).serve()
     return 0

@@ -66,6 +66,7 @@ class SubprocessServer:
     process: subprocess.Popen[bytes]
     control: socket.socket
     groups: TaskGroups | None = None
+    scratch_root: str | None = None  # a host directory to remove with the server (insecure)
 
     def alive(self) -> bool:
         return self.process.poll() is None
@@ -78,6 +79,8 @@ class SubprocessServer:
             self.process.wait(timeout=5)
         if self.groups is not None:
             self.groups.remove()
+        if self.scratch_root is not None:
+            shutil.rmtree(self.scratch_root, ignore_errors=True)
 
 
 def _ancestors(path: Path) -> list[Path]:
@@ -133,19 +136,20 @@ class BubblewrapLauncher:
         args += ["--perms", "0755", "--dir", "/opt/frostgym", "--ro-bind", str(SERVER_SCRIPT), JAIL_SCRIPT]
         # /tmp is root's: a task writes only to its own scratch dir, removed after it.
         args += ["--proc", "/proc", "--dev", "/dev", "--perms", "0755", "--tmpfs", "/tmp"]
-        cgroup_paths = []
-        if groups is not None:
-            for i, path in enumerate(groups.paths):
-                inside = f"/run/cgroup/{i}"
+        cgroup_slots: list[list[str]] = []
+        for slot, paths in enumerate(groups.slots if groups else ()):
+            cgroup_slots.append([])
+            for i, path in enumerate(paths):
+                inside = f"/run/cgroup/{slot}-{i}"
                 args += ["--bind", str(path), inside]
-                cgroup_paths.append(inside)
+                cgroup_slots[-1].append(inside)
         args += ["--cap-add", "CAP_SETUID,CAP_SETGID,CAP_SYS_ADMIN,CAP_KILL,CAP_CHOWN,CAP_DAC_OVERRIDE,CAP_FOWNER"]
         config = {
             "control_fd": control_fd,
             "uid": task_uid(),
             "pid_namespace": True,
             "scratch_root": JAIL_SCRATCH,
-            "cgroups": cgroup_paths,
+            "cgroup_slots": cgroup_slots,
             **self.extra_config,
         }
         return [*args, "--", *server_argv(str(python), JAIL_SCRIPT, config)]
@@ -184,7 +188,7 @@ class UnshareLauncher:
             "uid": task_uid(),
             "pid_namespace": True,
             "scratch_root": "/tmp/frostgym-scratch",
-            "cgroups": [str(p) for p in groups.paths] if groups else [],
+            "cgroup_slots": [[str(p) for p in slot] for slot in groups.slots] if groups else [],
             "private_mounts": ["/tmp", "/dev/shm"],
         }
         unshare = ["unshare", "--ipc", "--pid", "--net", "--uts", "--mount", "--fork", "--kill-child"]
@@ -214,7 +218,13 @@ class InsecureLauncher:
 
     def launch(self) -> SubprocessServer:
         scratch_root = tempfile.mkdtemp(prefix="frostgym-scratch-")
-        return _launch_with_fd(lambda fd: self.argv(fd, scratch_root), None)
+        try:
+            server = _launch_with_fd(lambda fd: self.argv(fd, scratch_root), None)
+        except BaseException:
+            shutil.rmtree(scratch_root, ignore_errors=True)
+            raise
+        server.scratch_root = scratch_root
+        return server
 
     def close(self) -> None:
         pass
