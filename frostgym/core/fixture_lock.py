@@ -50,6 +50,17 @@ def write_lock(family: str, sources: list[ProceduralSource]) -> Path:
     return path
 
 
+def merge_lock(family: str, source: ProceduralSource) -> Path:
+    """Recompute one source's entry and keep the family's others: for a family whose
+    sources are added one at a time."""
+    path = lock_path(family)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = read_lock(family) if path.exists() else {}
+    data[source.name] = lock_entry(source)
+    path.write_text(json.dumps(dict(sorted(data.items())), indent=2, sort_keys=True) + "\n")
+    return path
+
+
 def verified_fixture_sha256(family: str, source: ProceduralSource) -> str:
     """The locked hash of ``source``, checked against a recomputation once per process."""
     # Keyed by class too: another generator under the same name is checked afresh.

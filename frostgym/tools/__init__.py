@@ -1,0 +1,1 @@
+"""Tool calling: the call parser, BFCL data and executors, and the replayed HTTP tool world."""
