@@ -23,6 +23,7 @@ from frostgym.cards.plan import PlannedEpisode, make_env, make_plan
 from frostgym.core.env import FrozenEnv
 from frostgym.core.episode import (
     COUNTED_AS,
+    DROP_CLASSES,
     RETRYABLE,
     DropClass,
     DropRecord,
@@ -104,6 +105,15 @@ class _Live:
     record: EpisodeRecord
     observation: Observation
     started: float
+
+
+def env_drop(steps: list[StepRecord]) -> _Failure | None:
+    """The first drop an env declared in a step's ``info["drop"]`` (see ``Reply.drop``)."""
+    for step in steps:
+        drop = step.info.get("drop")
+        if isinstance(drop, dict) and drop.get("drop_class") in DROP_CLASSES:
+            return _Failure(drop["drop_class"], "step", str(drop.get("error", ""))[:500], None)
+    return None
 
 
 def failure_of(error: BaseException, stage: Stage, default: DropClass) -> _Failure:
@@ -288,6 +298,10 @@ class _Run:
     def finish(self, item: _Live) -> None:
         item.record.wall_seconds = time.perf_counter() - item.started
         self.free_envs.setdefault(item.record.env_id, []).append(item.env)
+        declared = env_drop(item.record.steps)
+        if declared is not None:  # it ran to the end, but cannot be scored normally
+            self.drop(item.attempt, declared, item)
+            return
         self.emit(item.record)
 
     def fail(self, attempt: _Attempt, failure: _Failure, item: _Live | None, queue: deque[_Attempt]) -> None:

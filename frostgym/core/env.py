@@ -15,6 +15,7 @@ from typing import Any, ClassVar, SupportsFloat
 
 import gymnasium
 
+from frostgym.core.episode import DropClass
 from frostgym.core.errors import EpisodeNotActiveError, InvalidActionError, UnknownTaskError
 from frostgym.core.fixture_lock import verified_fixture_sha256
 from frostgym.core.grade import Grade
@@ -42,6 +43,10 @@ class Reply:
     feedback: Message | None = None
     tool_calls: tuple[dict[str, Any], ...] = ()
     tool_results: tuple[dict[str, Any], ...] = ()
+    #: Why this episode cannot be scored normally although it ran (``(drop class,
+    #: reason)``, e.g. a request the frozen world never recorded): the agent still gets
+    #: an error observation, and the runner lists the episode in its drops manifest.
+    drop: tuple[DropClass, str] | None = None
 
 
 class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
@@ -137,6 +142,8 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
             info["tool_results"] = [dict(result) for result in reply.tool_results]
         if reply.grade is not None:
             info["grade" if self._done else "turn_grade"] = reply.grade.to_dict()
+        if reply.drop is not None:
+            info["drop"] = {"drop_class": reply.drop[0], "error": reply.drop[1]}
         reward = reply.grade.score if (self._done and reply.grade is not None) else 0.0
         return copy_messages(self._messages), float(reward), self._done, False, info
 
