@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import gymnasium
 import pytest
 
@@ -13,6 +16,16 @@ def make_env(env_id: str, **kwargs: object) -> FrozenEnv:
     env = gymnasium.make(env_id, **kwargs).unwrapped
     assert isinstance(env, FrozenEnv)
     return env
+
+
+def play(env: FrozenEnv, policy: Callable[[], object], max_steps: int = 500) -> tuple[float, dict[str, Any]]:
+    """Step ``policy()``'s actions until the episode ends (multi-step envs need several);
+    the last reward and info."""
+    for _ in range(max_steps):
+        _, reward, terminated, truncated, info = env.step(policy())  # type: ignore[arg-type]
+        if terminated or truncated:
+            return float(reward), info
+    raise AssertionError(f"the episode did not end within {max_steps} steps")
 
 
 @pytest.fixture(params=ENV_IDS)

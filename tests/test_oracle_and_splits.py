@@ -12,28 +12,27 @@ from frostgym.core.fixture_lock import lock_entry, read_lock, verified_fixture_s
 from frostgym.core.splits import ALL_SPLITS, split_of
 from frostgym.core.tasks import Draft
 from frostgym.envs.math.arithmetic import ArithmeticSource
-from tests.conftest import make_env
+from tests.conftest import make_env, play
 
 
 def test_oracle_scores_one_on_every_dev_task(env_id: str) -> None:
-    if env_id == "frostgym/Code-v0":
-        pytest.skip("HumanEval is one fixed 'test' split; tests/test_code_env.py grades all 164 gold solutions")
     env = make_env(env_id)
     source = env.source
+    if source.size("dev") == 0:
+        pytest.skip(f"{env_id} serves one fixed benchmark split; its own tests grade every gold answer")
     scores = []
     for task in source.tasks("dev"):
         env.reset(seed=0, options={"task_id": task.task_id})
-        _, reward, terminated, _, info = env.step(env.oracle_action())
-        assert terminated
+        reward, info = play(env, env.oracle_action)
         scores.append(reward)
         assert reward == 1.0, (task.task_id, task.prompt, task.answer, info["grade"])
     assert len(scores) == source.size("dev") and len(scores) >= 20
 
 
 def test_splits_are_disjoint_and_owned_by_content(env_id: str) -> None:
-    if env_id == "frostgym/Code-v0":
-        pytest.skip("HumanEval is one fixed 'test' split; tests/test_code_env.py grades all 164 gold solutions")
     source = make_env(env_id).source
+    if source.size("dev") == 0:
+        pytest.skip(f"{env_id} serves one fixed benchmark split; its own tests grade every gold answer")
     prompts = {split: {t.prompt for t in source.tasks(split)} for split in ("dev", "test", "private")}
     for split, texts in prompts.items():
         assert len(texts) == source.size(split), f"duplicates inside {split}"

@@ -60,6 +60,18 @@ ENTRIES: tuple[EnvEntry, ...] = (
         "frostgym.envs.code:CodeEnv",
         "HumanEval's 164 problems (split 'test'); hidden unit tests run in a sandbox",
     ),
+    EnvEntry(
+        "frostgym/Tools-v0",
+        "tools",
+        "frostgym.envs.tools.single_turn:ToolsEnv",
+        "BFCL v4 single-turn function calling (python/java/javascript, multiple, parallel, live, irrelevance)",
+    ),
+    EnvEntry(
+        "frostgym/ToolsMultiTurn-v0",
+        "tools",
+        "frostgym.envs.tools.multi_turn:MultiTurnToolsEnv",
+        "BFCL v4 multi-turn (base, miss_func, miss_param, long_context) on BFCL's stateful tool classes",
+    ),
 )
 
 
