@@ -39,10 +39,11 @@ from types import MappingProxyType
 from typing import Any, cast
 
 from frostgym.core.grade import Grade
+from frostgym.core.hashing import canonical_json
 from frostgym.tools.calls import ParsedReply, ToolCall, parse_reply
 
 GRADER_NAME = "tool_ast"
-GRADER_VERSION = "1.0.0"
+GRADER_VERSION = "1.1.0"  # 1.1: details.answer_key for maj@k
 #: Every label this grader gives.
 LABELS: tuple[str, ...] = (
     "no_call",
@@ -560,6 +561,7 @@ def grade_tool_calls(
     }
     label = None if result.mismatch is None else result.mismatch.label
     details.update({"status": label or "match", "reason": None if result.mismatch is None else result.mismatch.reason})
+    details["answer_key"] = None if parsed.problems else answer_key(parsed.calls)
     return Grade.weighted(
         components=components,
         weights=config.weights,
@@ -569,6 +571,12 @@ def grade_tool_calls(
         label=label,
         details=details,
     )
+
+
+def answer_key(calls: Sequence[ToolCall]) -> str:
+    """What maj@k votes with: the calls as canonical JSON, in a fixed order (parallel calls
+    match in any order, so two replies that differ only in order vote alike)."""
+    return canonical_json(sorted(canonical_json([call.name, plain(call.arguments)]) for call in calls))
 
 
 def grade_tool_reply(

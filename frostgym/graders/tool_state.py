@@ -18,6 +18,7 @@ attempted call could not be read; a failed turn with unreadable calls is labelle
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,10 +26,11 @@ from types import MappingProxyType
 from typing import Any
 
 from frostgym.core.grade import Grade
+from frostgym.core.hashing import canonical_json
 from frostgym.tools.bfcl_multi_turn import state_differences
 
 GRADER_NAME = "tool_state"
-GRADER_VERSION = "1.0.0"
+GRADER_VERSION = "1.1.0"  # 1.1: details.answer_key for maj@k
 #: Every label this grader gives.
 LABELS: tuple[str, ...] = ("state_mismatch", "missing_results", "malformed_call", "no_call", "turn_limit")
 #: ``turns_passed`` is reported for analysis; it cannot move the score, which the
@@ -116,10 +118,12 @@ def grade_turn(verdict: TurnVerdict, total_turns: int) -> Grade:
     )
 
 
-def grade_episode(verdicts: Sequence[TurnVerdict], total_turns: int, malformed: int) -> Grade:
+def grade_episode(verdicts: Sequence[TurnVerdict], total_turns: int, malformed: int, final_state: Any = None) -> Grade:
     """The grade of the whole episode: correct only when all ``total_turns`` passed (a turn
-    never reached, after a failure or the env's step cap, counts as failed)."""
-    return _grade(verdicts, total_turns=total_turns, malformed=malformed, extra={})
+    never reached, after a failure or the env's step cap, counts as failed). maj@k votes
+    with a hash of ``final_state``, the tool world the agent left behind."""
+    key = None if final_state is None else hashlib.sha256(canonical_json(final_state).encode()).hexdigest()[:16]
+    return _grade(verdicts, total_turns=total_turns, malformed=malformed, extra={"answer_key": key})
 
 
 def _grade(verdicts: Sequence[TurnVerdict], *, total_turns: int, malformed: int, extra: dict[str, Any]) -> Grade:

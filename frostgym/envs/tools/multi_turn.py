@@ -200,7 +200,8 @@ class MultiTurnToolsEnv(FrozenEnv):
         return Reply(grade=turn_grade, done=False, feedback=message("user", self._turn_text(self._user_turn)))
 
     def _final_grade(self) -> Grade:
-        return call_grader(grade_episode, self._verdicts, len(self._current_entry().turns), self._malformed)
+        entry_turns = len(self._current_entry().turns)
+        return call_grader(grade_episode, self._verdicts, entry_turns, self._malformed, self.world.snapshot())
 
     def oracle_action(self) -> str:
         """The turn's gold calls in one reply (while the turn has run no call), then a
