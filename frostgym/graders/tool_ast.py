@@ -134,6 +134,7 @@ _TYPES = {"python": _PYTHON_TYPES, "java": _JAVA_TYPES, "javascript": _JS_TYPES}
 _NESTED = {"python": ("array", "tuple"), "java": ("Array", "ArrayList"), "javascript": ("array",)}
 
 _STANDARDIZE = str.maketrans("", "", " ,./-_*^")
+_SCALARS = (str, int, float)
 
 
 def standardize(text: str) -> str:
@@ -372,6 +373,8 @@ def check_argument(
     table = _TYPES.get(language, _PYTHON_TYPES)
     declared = str(schema.get("type", "any"))
     expected = table.get(declared)
+    if language == "python" and expected in _SCALARS and type(value) is expected and value in allowed:
+        return None  # the common case, an exact allowed scalar: nothing else to check
     nested = declared in _NESTED.get(language, ())
     item_declared = str(schema.get("items", {}).get("type", "")) if nested else ""
     # Items declared "any" take any value (BFCL would demand strings, failing its own gold).
