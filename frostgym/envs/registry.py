@@ -72,6 +72,12 @@ ENTRIES: tuple[EnvEntry, ...] = (
         "frostgym.envs.tools.multi_turn:MultiTurnToolsEnv",
         "BFCL v4 multi-turn (base, miss_func, miss_param, long_context) on BFCL's stateful tool classes",
     ),
+    EnvEntry(
+        "frostgym/ToolsHTTP-v0",
+        "tools",
+        "frostgym.envs.tools.http:HTTPToolsEnv",
+        "six REST APIs (22 endpoints) replayed from committed vcrpy cassettes, multi-step, final answer checked",
+    ),
 )
 
 

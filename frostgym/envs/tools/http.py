@@ -1,0 +1,154 @@
+"""``HTTPToolsEnv`` (``frostgym/ToolsHTTP-v0``): answer a request by calling REST tools
+whose responses are replayed from committed vcrpy cassettes.
+
+Protocol (also in the system message): a reply with tool calls (Hermes
+``<tool_call>{"name", "arguments"}</tool_call>`` blocks, python call syntax, or a
+structured ``{"tool_calls": [...]}`` action) has every call run, in order, and gets one
+``<tool_response>`` per call back; a reply without calls is the final answer and is
+graded. Calls never touch a network: an unknown tool or bad arguments get an error
+result, and a request the cassettes do not hold gets a ``replay_miss`` error result,
+which also marks the episode as a ``replay_miss`` drop (``info["drop"]``) for the runner.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from frostgym.core.env import FrozenEnv, Reply
+from frostgym.core.episode import DropClass
+from frostgym.core.grade import call_grader
+from frostgym.core.messages import Action, Message, message
+from frostgym.core.splits import Split
+from frostgym.core.tasks import Task
+from frostgym.graders.tool_http import (
+    DEFAULT_CONFIG,
+    CallTrace,
+    ToolHTTPGraderConfig,
+    gold_calls_made,
+    grade_tool_http,
+)
+from frostgym.tools.calls import ToolCall, parse_reply, render_calls, structured_to_text
+from frostgym.tools.http.arguments import check_arguments
+from frostgym.tools.http.clients import TOOL_BY_NAME, tool_schemas
+from frostgym.tools.http.replay import CallResult, run_call
+from frostgym.tools.http.tasks import HTTPToolsSource, http_tools_source
+
+#: Calls past this many in one reply are answered with an error, not run (and not dropped).
+MAX_CALLS_PER_TURN = 32
+SYSTEM_PROMPT = """You are a helpful assistant with access to HTTP API tools. Today is Friday 2024-03-15.
+
+To use tools, reply with one or more calls, each written as
+<tool_call>{{"name": "<tool name>", "arguments": {{<arguments as JSON>}}}}</tool_call>
+Several calls in one reply all run, in order; each result comes back in a <tool_response> block.
+When you know the answer, reply without any tool call and give your final answer inside <answer></answer>.
+You have {turns} turns in total.
+
+Available tools (OpenAI function schemas):
+<tools>
+{tools}
+</tools>"""
+
+
+class HTTPToolsEnv(FrozenEnv):
+    family = "tools"
+    env_version = "1.0.0"
+    source: HTTPToolsSource
+
+    def __init__(
+        self,
+        *,
+        split: Split = "dev",
+        max_turns: int = 8,
+        render_mode: str | None = None,
+        grader_config: ToolHTTPGraderConfig = DEFAULT_CONFIG,
+    ) -> None:
+        super().__init__(http_tools_source(), split=split, max_turns=max_turns, render_mode=render_mode)
+        self.grader_config = grader_config
+        self.tools: list[dict[str, Any]] = tool_schemas()
+        self._offered: frozenset[str] = frozenset(TOOL_BY_NAME)
+        self._made: list[tuple[str, dict[str, Any]]] = []
+        self._failed: list[tuple[str, str]] = []
+        self._malformed = 0
+
+    # -- FrozenEnv hooks ---------------------------------------------------------------------
+    def first_messages(self, task: Task) -> list[Message]:
+        names = list(task.metadata["tools"])
+        self.tools = tool_schemas(names)
+        self._offered = frozenset(names)
+        self._made, self._failed, self._malformed = [], [], 0
+        listing = "\n".join(json.dumps(schema, ensure_ascii=False) for schema in self.tools)
+        return [
+            message("system", SYSTEM_PROMPT.format(turns=self.max_turns, tools=listing)),
+            message("user", task.prompt),
+        ]
+
+    def coerce_action(self, action: Action) -> tuple[str, bool]:
+        """Structured tool-call actions become the equivalent Hermes text, so history
+        and grading see one form."""
+        if isinstance(action, dict) and "tool_calls" in action:
+            return super().coerce_action(structured_to_text(action))
+        return super().coerce_action(action)
+
+    def respond(self, task: Task, text: str, turn: int, last_turn: bool) -> Reply:
+        parsed = parse_reply(text)
+        self._malformed += len(parsed.problems)
+        if not parsed.attempted:
+            return self._final(task, text)
+        if last_turn:
+            return self._final(task, None)  # out of turns while still calling tools: no answer
+        results = [self._run(call, i) for i, call in enumerate(parsed.calls)]
+        blocks = [_response_block(r.to_dict()) for r in results]
+        blocks += [
+            _response_block({"error": "malformed_call", "position": p.position, "message": p.message})
+            for p in parsed.problems
+        ]
+        left = self.max_turns - turn - 1
+        feedback = message("user", "\n".join(blocks) + f"\n({left} turn(s) left)")
+        misses = [r for r in results if r.error == "replay_miss"]
+        return Reply(
+            grade=None,
+            done=False,
+            feedback=feedback,
+            tool_calls=tuple(c.to_dict() for c in parsed.calls),
+            tool_results=tuple(r.to_dict() for r in results),
+            drop=("replay_miss", str(misses[0].content)) if misses else None,
+        )
+
+    def oracle_action(self) -> str:
+        """The first gold round not yet made in this episode (so the oracle also
+        finishes an episode another policy started), then the gold answer."""
+        task = self.task
+        calls = list(task.metadata["gold_calls"])
+        start = 0
+        for size in task.metadata["gold_rounds"]:
+            chosen = calls[start : start + size]
+            start += size
+            if gold_calls_made(chosen, self._made) < len(chosen):
+                return render_calls([ToolCall(c["name"], dict(c["arguments"])) for c in chosen])
+        return task.answer
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _run(self, call: ToolCall, position: int) -> CallResult:
+        if position >= MAX_CALLS_PER_TURN:
+            result = CallResult(call.name, None, f"not run: at most {MAX_CALLS_PER_TURN} calls per reply", "too_many")
+        else:
+            result = run_call(call.name, call.arguments, self._offered)
+        if result.error is None:  # the arguments passed the schema check, so defaults can be filled
+            self._made.append((call.name, check_arguments(TOOL_BY_NAME[call.name].parameters, call.arguments)))
+        else:
+            self._failed.append((call.name, result.error))
+        return result
+
+    def _final(self, task: Task, text: str | None) -> Reply:
+        trace = CallTrace(made=tuple(self._made), malformed=self._malformed, failed=tuple(self._failed))
+        grade = call_grader(grade_tool_http, text, task.metadata, trace, self.grader_config)
+        misses = trace.replay_misses
+        drop: tuple[DropClass, str] | None = None
+        if misses:
+            drop = ("replay_miss", f"{len(misses)} tool request(s) had no recorded response")
+        return Reply(grade=grade, done=True, drop=drop)
+
+
+def _response_block(data: dict[str, Any]) -> str:
+    return f"<tool_response>\n{json.dumps(data, ensure_ascii=False)}\n</tool_response>"
