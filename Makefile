@@ -26,10 +26,13 @@ eval: $(STAMP)
 	$(BIN)/frostgym eval --env $(MATH_ENVS) --agent smollm2 --episodes 8 --seed 0 --max-new-tokens 256 --out $(EVAL_OUT)/smollm2-math
 	$(BIN)/frostgym eval --env frostgym/SQL-v0 --agent smollm2 --episodes 4 --seed 0 --max-new-tokens 192 --max-turns 2 --out $(EVAL_OUT)/smollm2-sql
 	$(BIN)/frostgym eval --env frostgym/Code-v0 --split test --agent smollm2 --episodes 8 --seed 0 --max-new-tokens 256 --out $(EVAL_OUT)/smollm2-code
-	$(BIN)/frostgym eval --env $(MATH_ENVS),frostgym/SQL-v0 --agent oracle --episodes 16 --seed 0 --out $(EVAL_OUT)/oracle
+	$(BIN)/frostgym eval --env frostgym/Tools-v0 --split test --agent smollm2 --episodes 8 --seed 0 --max-new-tokens 128 --out $(EVAL_OUT)/smollm2-tools
+	$(BIN)/frostgym eval --env frostgym/ToolsHTTP-v0 --agent smollm2 --episodes 4 --seed 0 --max-new-tokens 128 --max-turns 3 --out $(EVAL_OUT)/smollm2-tools-http
+	$(BIN)/frostgym eval --env $(MATH_ENVS),frostgym/SQL-v0,frostgym/ToolsHTTP-v0 --agent oracle --episodes 16 --seed 0 --out $(EVAL_OUT)/oracle
 	$(BIN)/frostgym eval --env frostgym/Code-v0 --split test --all --agent oracle --seed 0 --out $(EVAL_OUT)/oracle-code
+	$(BIN)/frostgym eval --env frostgym/Tools-v0,frostgym/ToolsMultiTurn-v0 --split test --agent oracle --episodes 32 --seed 0 --out $(EVAL_OUT)/oracle-tools
 	$(BIN)/frostgym replay $(EVAL_OUT)/smollm2-math
-	@echo "rollout cards: $(EVAL_OUT)/smollm2-{math,sql,code} (embedded default), $(EVAL_OUT)/oracle{,-code} (ceiling)"
+	@echo "rollout cards: $(EVAL_OUT)/smollm2-{math,sql,code,tools,tools-http} (embedded default), $(EVAL_OUT)/oracle{,-code,-tools} (ceiling)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check frostgym tests benchmarks
@@ -50,6 +53,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/card_overhead.py
 	$(BIN)/python benchmarks/code_grading.py --workers 1
 	$(BIN)/python benchmarks/code_grading.py --workers 2
+	$(BIN)/python benchmarks/tool_grading.py
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache .mypy_cache .ruff_cache
