@@ -15,12 +15,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from frostgym.core.env import FrozenEnv, Reply
+from frostgym.core.env import Reply
 from frostgym.core.episode import DropClass
 from frostgym.core.grade import call_grader
-from frostgym.core.messages import Action, Message, message
+from frostgym.core.messages import Message, message
 from frostgym.core.splits import Split
 from frostgym.core.tasks import Task
+from frostgym.envs.tools.base import ToolCallingEnv
 from frostgym.graders.tool_http import (
     DEFAULT_CONFIG,
     CallTrace,
@@ -28,7 +29,7 @@ from frostgym.graders.tool_http import (
     gold_calls_made,
     grade_tool_http,
 )
-from frostgym.tools.calls import ToolCall, parse_reply, render_calls, structured_to_text
+from frostgym.tools.calls import ToolCall, parse_reply, render_calls
 from frostgym.tools.http.arguments import check_arguments
 from frostgym.tools.http.clients import TOOL_BY_NAME, tool_schemas
 from frostgym.tools.http.replay import CallResult, run_call
@@ -50,7 +51,7 @@ Available tools (OpenAI function schemas):
 </tools>"""
 
 
-class HTTPToolsEnv(FrozenEnv):
+class HTTPToolsEnv(ToolCallingEnv):
     family = "tools"
     env_version = "1.0.0"
     source: HTTPToolsSource
@@ -82,13 +83,6 @@ class HTTPToolsEnv(FrozenEnv):
             message("system", SYSTEM_PROMPT.format(turns=self.max_turns, tools=listing)),
             message("user", task.prompt),
         ]
-
-    def coerce_action(self, action: Action) -> tuple[str, bool]:
-        """Structured tool-call actions become the equivalent Hermes text, so history
-        and grading see one form."""
-        if isinstance(action, dict) and "tool_calls" in action:
-            return super().coerce_action(structured_to_text(action))
-        return super().coerce_action(action)
 
     def respond(self, task: Task, text: str, turn: int, last_turn: bool) -> Reply:
         parsed = parse_reply(text)

@@ -25,12 +25,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from frostgym.core.env import FrozenEnv, Reply
+from frostgym.core.env import Reply
 from frostgym.core.errors import GraderError
 from frostgym.core.grade import Grade, call_grader
-from frostgym.core.messages import Action, Message, message
+from frostgym.core.messages import Message, message
 from frostgym.core.splits import Split
 from frostgym.core.tasks import Task
+from frostgym.envs.tools.base import ToolCallingEnv
 from frostgym.graders.tool_state import TurnEvidence, TurnVerdict, check_turn, grade_episode, grade_turn
 from frostgym.tools.bfcl_multi_turn import (
     ADDED_FUNCTIONS_PROMPT,
@@ -44,7 +45,7 @@ from frostgym.tools.bfcl_multi_turn import (
     load_entries,
     tools_for,
 )
-from frostgym.tools.calls import ParsedReply, parse_reply, render_calls, structured_to_text
+from frostgym.tools.calls import ParsedReply, parse_reply, render_calls
 
 SYSTEM_PROMPT = """You are an assistant that carries out the user's requests by calling functions.
 
@@ -73,7 +74,7 @@ def _max_user_turns() -> int:
     return max(len(e.turns) for c in CATEGORIES for e in load_entries(c))
 
 
-class MultiTurnToolsEnv(FrozenEnv):
+class MultiTurnToolsEnv(ToolCallingEnv):
     family = "tools"
     env_version = "1.0.0"
 
@@ -131,13 +132,6 @@ class MultiTurnToolsEnv(FrozenEnv):
         return "\n\n".join(content for _, content in entry.turns[turn]) or ADDED_FUNCTIONS_PROMPT
 
     # -- actions ------------------------------------------------------------------------
-    def coerce_action(self, action: Action) -> tuple[str, bool]:
-        """Structured tool calls become the equivalent Hermes text, so the history and
-        the grader see one form."""
-        if isinstance(action, dict) and "tool_calls" in action:
-            return super().coerce_action(structured_to_text(action))
-        return super().coerce_action(action)
-
     def respond(self, task: Task, text: str, turn: int, last_turn: bool) -> Reply:
         parsed = parse_reply(text)
         self._steps_in_turn += 1

@@ -18,14 +18,15 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from frostgym.core.env import FrozenEnv, Reply
+from frostgym.core.env import Reply
 from frostgym.core.grade import call_grader
-from frostgym.core.messages import Action, Message, message
+from frostgym.core.messages import Message, message
 from frostgym.core.splits import Split
 from frostgym.core.tasks import Task
+from frostgym.envs.tools.base import ToolCallingEnv
 from frostgym.graders.tool_ast import DEFAULT_CONFIG, ToolGraderConfig, grade_tool_calls, plain
 from frostgym.tools.bfcl_data import CATEGORIES, bfcl_source, check_categories
-from frostgym.tools.calls import ToolCall, parse_reply, render_calls, structured_to_text
+from frostgym.tools.calls import ToolCall, parse_reply, render_calls
 
 SYSTEM_PROMPT = (
     "You are an expert in composing function calls. You are given a question and a set of functions. "
@@ -117,7 +118,7 @@ def openai_tools(functions: Sequence[Mapping[str, Any]], language: str = "python
     return tools
 
 
-class ToolsEnv(FrozenEnv):
+class ToolsEnv(ToolCallingEnv):
     family = "tools"
     env_version = "1.0.0"
 
@@ -147,13 +148,6 @@ class ToolsEnv(FrozenEnv):
         messages = [message("system", "\n\n".join([system, *extra]))]
         messages += [message(m["role"], str(m["content"])) for m in meta["messages"] if m["role"] != "system"]
         return messages
-
-    def coerce_action(self, action: Action) -> tuple[str, bool]:
-        """A structured ``{"content", "tool_calls"}`` action becomes the equivalent tagged
-        text, so the history and the grader see one form."""
-        if isinstance(action, dict) and "tool_calls" in action:
-            return super().coerce_action(structured_to_text(action))
-        return super().coerce_action(action)
 
     def respond(self, task: Task, text: str, turn: int, last_turn: bool) -> Reply:
         meta = task.metadata
