@@ -368,7 +368,6 @@ class _Spare:
     is on a task's clock.
     """
 
-    number: int
     pid: int
     pidfd: int  # signals through it can never reach a recycled pid
     channel: socket.socket
@@ -596,7 +595,7 @@ class ForkServer:
             _task_process(spare_end.detach(), output_fd, scratch, groups, self.config)
         os.close(output_fd)
         spare_end.close()
-        return _Spare(self.count, pid, os.pidfd_open(pid), server_end, scratch, output_path, groups)
+        return _Spare(pid, os.pidfd_open(pid), server_end, scratch, output_path, groups)
 
     def _fork_task_process(self) -> int:
         """``os.fork``, with the child alone in a new PID namespace where configured.
