@@ -82,6 +82,16 @@ def eval_cmd(
     max_turns: Annotated[
         int | None, typer.Option(min=1, help="Override every env's turn limit (default: each env's own).")
     ] = None,
+    backend: Annotated[
+        str, typer.Option(help="local: envs in this process | ray: envs in Ray actors (pip install frostgym[ray]).")
+    ] = "local",
+    address: Annotated[
+        str | None,
+        typer.Option(help="With --backend ray: the cluster to join (auto, HOST:6379, ray://...); default a local Ray."),
+    ] = None,
+    ray_actors: Annotated[
+        int | None, typer.Option(min=1, help="With --backend ray: env worker actors (default: one per cluster CPU).")
+    ] = None,
 ) -> None:
     """Run an agent on envs and write a rollout card: DIR/card.json, episodes.jsonl, drops.jsonl."""
     from frostgym.agents.sampling import SamplingParams
@@ -93,6 +103,10 @@ def eval_cmd(
     env_ids = [e.strip() for e in env.split(",") if e.strip()]
     if all_tasks and episodes is not None:
         raise typer.BadParameter("pass --episodes N or --all, not both")
+    if backend not in ("local", "ray"):
+        raise typer.BadParameter(f"--backend is local or ray, got {backend!r}")
+    if backend == "local" and (address is not None or ray_actors is not None):
+        raise typer.BadParameter("--address and --ray-actors need --backend ray")
     if agent == "smollm2" or agent.startswith("hf:"):
         from transformers.utils import logging as hf_logging
 
@@ -123,7 +137,18 @@ def eval_cmd(
         policy = make_agent(agent, seed=seed, sampling=sampling, batch_size=model_batch_size)
     except (ValueError, KeyError, gymnasium.error.Error) as error:
         raise typer.BadParameter(str(error)) from error
-    _run_with_progress(lambda **hooks: run_to_card(out, policy, config, options, resume=resume, **hooks), out)
+    if backend == "local":
+        _run_with_progress(lambda **hooks: run_to_card(out, policy, config, options, resume=resume, **hooks), out)
+        return
+    try:
+        from frostgym.integrations.ray_backend import RayEnvs
+    except ImportError as error:
+        raise typer.BadParameter(f"--backend ray needs ray: pip install 'frostgym[ray]' ({error})") from error
+    from frostgym.runner import env_backend
+
+    # The card does not depend on the backend, so it records none: a ray card equals a local one.
+    with RayEnvs.start(address, actors=ray_actors, prefetch_oracle=agent == "oracle") as remote, env_backend(remote):
+        _run_with_progress(lambda **hooks: run_to_card(out, policy, config, options, resume=resume, **hooks), out)
 
 
 def _run_with_progress(run: Any, out: Path) -> None:

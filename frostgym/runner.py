@@ -13,14 +13,15 @@ from __future__ import annotations
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, SupportsFloat
 
 from frostgym.agents.base import Agent, AgentReply, AgentRequest
 from frostgym.cards.plan import PlannedEpisode, make_env, make_plan
-from frostgym.core.env import FrozenEnv
 from frostgym.core.episode import (
     COUNTED_AS,
     DROP_CLASSES,
@@ -33,7 +34,7 @@ from frostgym.core.episode import (
     StepRecord,
     split_step_info,
 )
-from frostgym.core.messages import Observation, copy_messages
+from frostgym.core.messages import Action, Observation, copy_messages
 from frostgym.core.seeding import derive_seed
 from frostgym.core.splits import Split
 
@@ -69,6 +70,59 @@ class MemorySink:
         return [o for o in self.outcomes if isinstance(o, DropRecord)]
 
 
+class RunnerEnv(Protocol):
+    """What the runner needs of an env: a ``FrozenEnv``, or a stand-in for one that lives
+    elsewhere (``frostgym.integrations.ray_backend``). Tools, when offered, are ``env.tools``."""
+
+    @property
+    def turn(self) -> int: ...
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[Observation, dict[str, Any]]: ...
+
+    def step(self, action: Action) -> tuple[Observation, SupportsFloat, bool, bool, dict[str, Any]]: ...
+
+    def oracle_action(self) -> Action: ...
+
+    def close(self) -> None: ...
+
+
+class EnvBackend(Protocol):
+    """Where the runner's envs live. The runner's logic (batching, order, retries, drops)
+    is the same for every backend; only env creation and the step fan-out differ."""
+
+    def make_env(self, env_id: str, split: Split, env_kwargs: Mapping[str, Any]) -> RunnerEnv:
+        """A fresh env; the runner resets it per episode and reuses it after a clean end."""
+
+    def step_threads(self, workers: int) -> int:
+        """Threads stepping the envs of one batch (``RunOptions.workers`` for local envs)."""
+
+
+class LocalEnvs:
+    """The default backend: envs in this process, stepped by ``workers`` threads."""
+
+    def make_env(self, env_id: str, split: Split, env_kwargs: Mapping[str, Any]) -> RunnerEnv:
+        return make_env(env_id, split, env_kwargs)
+
+    def step_threads(self, workers: int) -> int:
+        return workers
+
+
+_ENV_BACKEND: ContextVar[EnvBackend | None] = ContextVar("frostgym_env_backend", default=None)
+
+
+@contextmanager
+def env_backend(envs: EnvBackend) -> Iterator[EnvBackend]:
+    """Run every plan started inside this block (``run_plan``, ``run_to_card``, ``evaluate``)
+    on ``envs`` unless ``run_plan`` is given one explicitly."""
+    token = _ENV_BACKEND.set(envs)
+    try:
+        yield envs
+    finally:
+        _ENV_BACKEND.reset(token)
+
+
 @dataclass(frozen=True)
 class RunOptions:
     split: Split = "dev"
@@ -101,7 +155,7 @@ class _Attempt:
 @dataclass
 class _Live:
     attempt: _Attempt
-    env: FrozenEnv
+    env: RunnerEnv
     record: EpisodeRecord
     observation: Observation
     started: float
@@ -133,24 +187,34 @@ def run_plan(
     *,
     skip: Mapping[str, str] | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
+    envs: EnvBackend | None = None,
 ) -> None:
     """Play every planned episode into ``sink``. ``skip`` maps plan ids to a reason: those
-    are recorded as ``skipped`` drops without running."""
+    are recorded as ``skipped`` drops without running. ``envs`` is where the envs live
+    (default: the enclosing ``env_backend`` block's, else this process)."""
     options = options or RunOptions()
-    _Run(agent, sink, options, on_outcome).run(plan, skip or {})
+    envs = envs or _ENV_BACKEND.get() or LocalEnvs()
+    _Run(agent, sink, options, on_outcome, envs).run(plan, skip or {})
 
 
 class _Run:
     def __init__(
-        self, agent: Agent, sink: EpisodeSink, options: RunOptions, on_outcome: Callable[[Outcome], None] | None
+        self,
+        agent: Agent,
+        sink: EpisodeSink,
+        options: RunOptions,
+        on_outcome: Callable[[Outcome], None] | None,
+        envs: EnvBackend,
     ) -> None:
         self.agent = agent
         self.sink = sink
         self.options = options
         self.on_outcome = on_outcome
-        self.free_envs: dict[str, list[FrozenEnv]] = {}
+        self.envs = envs
+        self.free_envs: dict[str, list[RunnerEnv]] = {}
         self.dropped = 0
-        self.pool = ThreadPoolExecutor(options.workers) if options.workers > 1 else None
+        threads = envs.step_threads(options.workers)
+        self.pool = ThreadPoolExecutor(threads) if threads > 1 else None
 
     def run(self, plan: Sequence[PlannedEpisode], skip: Mapping[str, str]) -> None:
         queue: deque[_Attempt] = deque()
@@ -189,7 +253,9 @@ class _Run:
         began = time.time()
         try:
             free = self.free_envs.setdefault(planned.env_id, [])
-            env = free.pop() if free else make_env(planned.env_id, self.options.split, self.options.env_kwargs)
+            env = (
+                free.pop() if free else self.envs.make_env(planned.env_id, self.options.split, self.options.env_kwargs)
+            )
         except Exception as error:
             self.fail(attempt, failure_of(error, "env", "infra_error"), None, queue)
             return None
