@@ -35,8 +35,8 @@ eval: $(STAMP)
 	@echo "rollout cards: $(EVAL_OUT)/smollm2-{math,sql,code,tools,tools-http} (embedded default), $(EVAL_OUT)/oracle{,-code,-tools} (ceiling)"
 
 lint: $(STAMP)
-	$(BIN)/ruff check frostgym tests benchmarks
-	$(BIN)/ruff format --check frostgym tests benchmarks
+	$(BIN)/ruff check frostgym tests benchmarks examples
+	$(BIN)/ruff format --check frostgym tests benchmarks examples
 
 typecheck: $(STAMP)
 	$(BIN)/mypy

@@ -1,0 +1,1 @@
+"""Adapters that plug frostgym envs into third-party training libraries."""
