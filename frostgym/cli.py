@@ -144,11 +144,15 @@ def eval_cmd(
         from frostgym.integrations.ray_backend import RayEnvs
     except ImportError as error:
         raise typer.BadParameter(f"--backend ray needs ray: pip install 'frostgym[ray]' ({error})") from error
-    from frostgym.runner import env_backend
-
     # The card does not depend on the backend, so it records none: a ray card equals a local one.
-    with RayEnvs.start(address, actors=ray_actors, prefetch_oracle=agent == "oracle") as remote, env_backend(remote):
-        _run_with_progress(lambda **hooks: run_to_card(out, policy, config, options, resume=resume, **hooks), out)
+    try:
+        remote = RayEnvs.start(address, actors=ray_actors, prefetch_oracle=agent == "oracle")
+    except (ConnectionError, RuntimeError) as error:  # no cluster there, or no room for the actors
+        raise typer.BadParameter(f"--backend ray: {error}") from error
+    with remote:
+        _run_with_progress(
+            lambda **hooks: run_to_card(out, policy, config, options, resume=resume, envs=remote, **hooks), out
+        )
 
 
 def _run_with_progress(run: Any, out: Path) -> None:

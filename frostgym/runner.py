@@ -13,10 +13,8 @@ from __future__ import annotations
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
-from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol, SupportsFloat
 
@@ -109,20 +107,6 @@ class LocalEnvs:
         return workers
 
 
-_ENV_BACKEND: ContextVar[EnvBackend | None] = ContextVar("frostgym_env_backend", default=None)
-
-
-@contextmanager
-def env_backend(envs: EnvBackend) -> Iterator[EnvBackend]:
-    """Run every plan started inside this block (``run_plan``, ``run_to_card``, ``evaluate``)
-    on ``envs`` unless ``run_plan`` is given one explicitly."""
-    token = _ENV_BACKEND.set(envs)
-    try:
-        yield envs
-    finally:
-        _ENV_BACKEND.reset(token)
-
-
 @dataclass(frozen=True)
 class RunOptions:
     split: Split = "dev"
@@ -191,9 +175,9 @@ def run_plan(
 ) -> None:
     """Play every planned episode into ``sink``. ``skip`` maps plan ids to a reason: those
     are recorded as ``skipped`` drops without running. ``envs`` is where the envs live
-    (default: the enclosing ``env_backend`` block's, else this process)."""
+    (default: this process, ``LocalEnvs``)."""
     options = options or RunOptions()
-    envs = envs or _ENV_BACKEND.get() or LocalEnvs()
+    envs = envs or LocalEnvs()
     _Run(agent, sink, options, on_outcome, envs).run(plan, skip or {})
 
 
@@ -432,12 +416,14 @@ def evaluate(
     samples: int = 1,
     seed: int = 0,
     options: RunOptions | None = None,
+    envs: EnvBackend | None = None,
 ) -> MemorySink:
-    """Plan and run in memory, without a card: for library use and quick checks."""
+    """Plan and run in memory, without a card: for library use and quick checks. ``envs``
+    as in ``run_plan``."""
     options = options or RunOptions()
     plan = make_plan(
         env_ids, split=options.split, episodes=episodes, samples=samples, seed=seed, env_kwargs=options.env_kwargs
     )
     sink = MemorySink()
-    run_plan(plan, agent, sink, options)
+    run_plan(plan, agent, sink, options, envs=envs)
     return sink

@@ -11,7 +11,7 @@ from frostgym.cards.card import CardStatus, CardWriter
 from frostgym.cards.plan import PlannedEpisode, make_plan
 from frostgym.cards.provenance import env_info, git_info, host_info, package_versions
 from frostgym.cards.views import default_ks
-from frostgym.runner import Outcome, RunOptions, run_plan
+from frostgym.runner import EnvBackend, Outcome, RunOptions, run_plan
 
 
 def card_config(
@@ -65,9 +65,12 @@ def run_to_card(
     extra: Mapping[str, Any] | None = None,
     on_plan: Callable[[int, int], None] | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
+    envs: EnvBackend | None = None,
 ) -> dict[str, Any]:
     """Play ``config``'s plan (or the given one) with ``agent`` into the card at ``out``
-    and return the closed card. Ctrl-C closes it as ``interrupted`` (resumable)."""
+    and return the closed card. Ctrl-C closes it as ``interrupted`` (resumable). ``envs``:
+    where the envs live (this process by default; ``RayEnvs`` for a Ray cluster). The card
+    does not depend on it."""
     identity = config["identity"]
     if plan is None:
         plan = make_plan(
@@ -95,7 +98,7 @@ def run_to_card(
         on_plan(len(plan), len(plan) - len(remaining))
     status: CardStatus = "interrupted"
     try:
-        run_plan(remaining, agent, writer, options, skip=skip, on_outcome=on_outcome)
+        run_plan(remaining, agent, writer, options, skip=skip, on_outcome=on_outcome, envs=envs)
         status = "complete"
     finally:
         card = writer.close(status, agent.describe())
