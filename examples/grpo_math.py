@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig, LlamaForCausalLM
+from transformers import AutoModelForCausalLM, AutoTokenizer
 from trl.trainer.grpo_config import GRPOConfig
 from trl.trainer.grpo_trainer import GRPOTrainer
 
 from frostgym.agents.hf import HFAgent
 from frostgym.agents.sampling import SamplingParams
-from frostgym.agents.smollm2 import ensure_converted
+from frostgym.agents.smollm2 import ensure_converted, tiny_random_model
 from frostgym.cards.run import card_config, run_to_card
 from frostgym.core.seeding import derive_generator
 from frostgym.integrations.trl import RewardFunc, env_dataset, reward_functions, reward_weights
@@ -34,26 +34,11 @@ ENV_ID = "frostgym/Math-v0"
 
 def load_model(tiny: bool, seed: int) -> tuple[Any, Any]:
     """SmolLM2-135M-Instruct, or (``tiny``) a random 2-layer Llama with SmolLM2's tokenizer."""
+    if tiny:
+        return tiny_random_model(seed)
     path = ensure_converted()
     tokenizer: Any = AutoTokenizer.from_pretrained(path, local_files_only=True)
-    if not tiny:
-        return AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32), tokenizer
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=2048,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-    )
-    with torch.random.fork_rng(devices=[]):  # seeded init without touching the caller's global RNG state
-        torch.manual_seed(seed)
-        model = LlamaForCausalLM(config)
-    return model, tokenizer
+    return AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32), tokenizer
 
 
 def rollout_card(model: Any, tokenizer: Any, out: Path, *, episodes: int, seed: int, max_new_tokens: int) -> float:

@@ -14,7 +14,7 @@ transformers = pytest.importorskip("transformers", reason="the hf extra (torch, 
 from frostgym.agents.base import AgentRequest  # noqa: E402
 from frostgym.agents.hf import HFAgent, ModelNotFoundError  # noqa: E402
 from frostgym.agents.sampling import SamplingParams  # noqa: E402
-from frostgym.agents.smollm2 import ensure_converted  # noqa: E402
+from frostgym.agents.smollm2 import ensure_converted, tiny_random_model  # noqa: E402
 from frostgym.agents.spec import make_agent  # noqa: E402
 from frostgym.core.errors import FrostgymError  # noqa: E402
 from tests.conftest import make_env  # noqa: E402
@@ -36,22 +36,8 @@ def smollm2_dir() -> Path:
 @pytest.fixture(scope="session")
 def tiny_model(smollm2_dir: Path) -> tuple[Any, Any]:
     """A 2-layer, 64-wide Llama with SmolLM2's tokenizer (and chat template), random weights."""
-    tokenizer = transformers.AutoTokenizer.from_pretrained(smollm2_dir, local_files_only=True)
-    config = transformers.LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-    )
-    torch.manual_seed(0)  # the test's own model; library code never touches the global RNG
-    model = transformers.LlamaForCausalLM(config).to(torch.float64)
-    return model, tokenizer
+    model, tokenizer = tiny_random_model(0, max_positions=512)
+    return model.to(torch.float64), tokenizer
 
 
 def requests(n: int = len(QUESTIONS)) -> list[AgentRequest]:

@@ -15,7 +15,7 @@ trl = pytest.importorskip("trl", reason="trl is not installed")
 pytest.importorskip("datasets", reason="datasets is not installed")
 
 import frostgym  # noqa: E402,F401
-from frostgym.agents.smollm2 import ensure_converted  # noqa: E402
+from frostgym.agents.smollm2 import tiny_random_model  # noqa: E402
 from frostgym.core.env import FrozenEnv  # noqa: E402
 from frostgym.core.seeding import derive_seed  # noqa: E402
 from frostgym.integrations.trl import (  # noqa: E402
@@ -111,23 +111,7 @@ def test_sql_tool_env_plays_real_episodes() -> None:
 
 @pytest.fixture(scope="module")
 def tiny_model() -> tuple[Any, Any]:
-    tokenizer = transformers.AutoTokenizer.from_pretrained(ensure_converted(), local_files_only=True)
-    config = transformers.LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        intermediate_size=64,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        num_key_value_heads=1,
-        max_position_embeddings=2048,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-    )
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        model = transformers.LlamaForCausalLM(config)
-    return model, tokenizer
+    return tiny_random_model(0, hidden_size=32, layers=1)
 
 
 def test_grpo_smoke_logs_every_reward_function(tiny_model: tuple[Any, Any], tmp_path: Path) -> None:

@@ -76,3 +76,31 @@ def ensure_converted() -> Path:
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def tiny_random_model(
+    seed: int = 0, *, hidden_size: int = 64, layers: int = 2, max_positions: int = 2048
+) -> tuple[Any, Any]:
+    """A small Llama with random weights and SmolLM2's tokenizer and chat template: a real
+    transformers model for smoke runs and tests, built offline in well under a second.
+    The weights are seeded without touching the caller's global torch RNG."""
+    import torch
+    import transformers
+
+    tokenizer = transformers.AutoTokenizer.from_pretrained(ensure_converted(), local_files_only=True)
+    config = transformers.LlamaConfig(
+        vocab_size=len(tokenizer),
+        hidden_size=hidden_size,
+        intermediate_size=hidden_size * 2,
+        num_hidden_layers=layers,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=max_positions,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+    )
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = transformers.LlamaForCausalLM(config)
+    return model, tokenizer
