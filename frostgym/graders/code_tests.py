@@ -28,7 +28,7 @@ from frostgym.sandbox.limits import SandboxLimits
 from frostgym.sandbox.result import TaskResult
 
 GRADER = "code_tests"
-GRADER_VERSION = "1.0.0"
+GRADER_VERSION = "1.1.0"  # 1.1: a task at its memory or output limit runs no more tests (they count as failed)
 CodeStatus = Literal[
     "passed",
     "failed",

@@ -140,6 +140,15 @@ class Task:
     def loaded(self) -> bool:
         return not self._ended and self.load_error is None
 
+    @property
+    def limit_reached(self) -> bool:
+        """The task hit its memory or output limit, so its label is already decided.
+
+        Callers stop calling it: each further call that grows to the limit again spends
+        CPU time, and enough of them under load turn ``memory_exceeded`` into ``timeout``.
+        """
+        return self._memory_error or self._value_overflow
+
     def call(self, function: str, *args: Any) -> Any:
         """``function(*args)`` in the task process; raises ``CallError`` on any failure."""
         if self._ended:
