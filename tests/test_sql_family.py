@@ -141,9 +141,15 @@ def test_tool_call_actions() -> None:
         {"tool_calls": [{"name": "drop_db", "arguments": {}}]},
         {"tool_calls": [{"name": "run_sql", "arguments": "{not json"}]},
         {"tool_calls": [{"name": "run_sql", "arguments": {"query": "SELECT 1"}}] * 2},
+        {"tool_calls": [{"name": "run_sql", "arguments": {"query": 1}}]},
+        {"tool_calls": ["run_sql"]},
     ):
         with pytest.raises(InvalidActionError):
             env.step(bad)
+    # OpenAI's wrapping reads the same as in every tool env (one reader: tools.calls).
+    wrapped = {"type": "function", "function": {"name": "run_sql", "arguments": json.dumps({"query": "SELECT 8"})}}
+    obs, _, terminated, _, _ = env.step({"tool_calls": [wrapped]})
+    assert not terminated and "8" in obs[-1]["content"]
     _, reward, terminated, _, _ = env.step({"tool_calls": [{"name": "submit_sql", "arguments": {"query": gold}}]})
     assert terminated and reward == 1.0
 

@@ -6,11 +6,11 @@ the grader see one form; this module is the one place that reads and checks the 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from frostgym.core.errors import InvalidActionError
+from frostgym.tools.calls import CallProblem, call_from_mapping
 
 
 def function_tools(argument: str, argument_description: str, tools: Sequence[tuple[str, str]]) -> list[dict[str, Any]]:
@@ -37,25 +37,22 @@ def single_tool_call(
 ) -> tuple[str, str]:
     """``(name, argument value)`` of the one call in ``action["tool_calls"]``.
 
-    ``InvalidActionError`` for anything else: several calls, an unknown tool, arguments
-    that are not a JSON object, or a missing or non-string ``argument``.
+    The call itself is read by ``call_from_mapping``, as in every tool env (so OpenAI's
+    ``{"function": {...}}`` wrapping works here too). ``InvalidActionError`` for anything
+    else: several calls, an unreadable call, an unknown tool, or a missing or non-string
+    ``argument``.
     """
     calls = action["tool_calls"]
     if not isinstance(calls, list) or len(calls) != 1:
         count = len(calls) if isinstance(calls, list) else "no list of"
         raise InvalidActionError(f"{env_name} takes exactly one tool call per turn, got {count} calls")
-    call = calls[0]
-    name = call.get("name") if isinstance(call, dict) else None
-    arguments = call.get("arguments") if isinstance(call, dict) else None
-    if isinstance(arguments, str):
-        try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError as error:
-            raise InvalidActionError(f"tool call arguments are not valid JSON: {error}") from error
-    if name not in offered or not isinstance(arguments, dict):
+    call = call_from_mapping(calls[0])
+    if isinstance(call, CallProblem):
+        raise InvalidActionError(f"{env_name}: {call.message}")
+    if call.name not in offered:
         listing = " and ".join(f"{tool}({argument})" for tool in offered)
-        raise InvalidActionError(f"unknown tool call {name!r}: {env_name} offers {listing}")
-    value = arguments.get(argument)
+        raise InvalidActionError(f"unknown tool call {call.name!r}: {env_name} offers {listing}")
+    value = call.arguments.get(argument)
     if not isinstance(value, str):
-        raise InvalidActionError(f"{name} needs a {argument!r} string argument")
-    return str(name), value
+        raise InvalidActionError(f"{call.name} needs a {argument!r} string argument")
+    return call.name, value
