@@ -1,7 +1,8 @@
 """Tool calls as actions: the schema an env offers and the one call it accepts per turn.
 
 Envs that take tool calls turn them into the equivalent tagged text, so the history and
-the grader see one form; this module is the one place that reads and checks the call.
+the grader see one form. The call itself is read by ``frostgym.tools.calls``; this module
+checks that it is the one call, to an offered tool, that the env accepts.
 """
 
 from __future__ import annotations
