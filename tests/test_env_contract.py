@@ -68,6 +68,8 @@ def test_info_keys_and_grade(env_id: str) -> None:
     assert {"score", "components", "weights", "grader_version", "label"} <= set(grade)
     assert grade["score"] == reward == 1.0 and grade["label"] is None
     assert set(grade["weights"]) <= set(grade["components"])
+    # maj@k votes with it: without one, a perfect agent's maj@k reads 0.
+    assert isinstance(grade["details"].get("answer_key"), str), "the grade gives maj@k no answer key"
     json.dumps(info)  # plain data all the way down
 
 

@@ -29,7 +29,7 @@ from frostgym.core.grade import Grade
 from frostgym.core.hashing import canonical_json
 from frostgym.envs.tools.http import MAX_CALLS_PER_TURN, HTTPToolsEnv
 from frostgym.graders.adversarial import AdversarialCase, run_suite
-from frostgym.graders.tool_http import LABELS, numbers_in
+from frostgym.graders.tool_http import LABELS, answer_key, numbers_in
 from frostgym.runner import RunOptions
 from frostgym.tools.calls import ToolCall, render_calls
 from frostgym.tools.http.apis import APIS, FAKE_API_KEY
@@ -310,6 +310,19 @@ def test_structured_and_python_calls_are_accepted() -> None:
 
 def test_numbers_skip_dates_times_and_ids() -> None:
     assert numbers_in("On 2024-03-16 at 10:30, OSLLHR-0402-2 costs $1,234.50 and it is -3.9 °C.") == [1234.5, -3.9]
+
+
+def test_answer_key_votes_phrasings_of_one_answer_together() -> None:
+    price = [{"type": "number", "value": 412.5, "tol": 0.01, "forbid": [380.0]}]
+    same = ["It costs $412.50.", "<answer>412.5</answer>", "Total: 412.50 USD", "412.499"]
+    assert len({answer_key(a, price) for a in same}) == 1
+    assert answer_key("It costs $380.", price) != answer_key("It costs $412.50.", price)
+    assert answer_key("", price) is None  # no answer, no vote
+    assert answer_key("9" * 400, price) is not None  # an overflowing number still gets a key
+    city = [{"type": "text", "any_of": ["Oslo"], "forbid": ["Paris", "London"]}]
+    assert answer_key("Oslo is warmer.", city) == answer_key("the warmest is OSLO", city)
+    assert answer_key("Paris", city) != answer_key("Oslo", city) != answer_key("Oslo or Paris", city)
+    assert answer_key("no idea", city) == answer_key("No  idea", city) != answer_key("unsure", city)
 
 
 # -- env contract ----------------------------------------------------------------------------------

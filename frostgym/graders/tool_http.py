@@ -16,11 +16,12 @@ there is none. Checks, all of which must pass:
 
 ``calls`` is the share of gold calls made, over gold calls plus failed calls (unknown
 tool, invalid arguments, replay miss); ``tool_format`` is 0 when any attempted call
-could not be parsed.
+could not be parsed. ``details.answer_key`` is what maj@k votes with (``answer_key``).
 """
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,11 +29,12 @@ from types import MappingProxyType
 from typing import Any
 
 from frostgym.core.grade import Grade
+from frostgym.core.hashing import canonical_json, sha256_text
 from frostgym.graders.extraction import outside_reasoning, tagged_blocks
 from frostgym.tools.http.arguments import canonical_value
 
 GRADER_NAME = "tool_http"
-GRADER_VERSION = "1.0.0"
+GRADER_VERSION = "1.1.0"  # 1.1: details.answer_key for maj@k
 #: Every label this grader gives, in the order it picks them.
 LABELS: tuple[str, ...] = (
     "no_answer",
@@ -125,6 +127,26 @@ def check_answer(answer: str, checks: Sequence[Mapping[str, Any]]) -> str | None
     return None
 
 
+def answer_key(answer: str, checks: Sequence[Mapping[str, Any]]) -> str | None:
+    """A short hash of the answer as the checks read it, so phrasings of one answer vote
+    together in maj@k: per ``number`` check, the numbers it states, rounded to the check's
+    tolerance; per ``text`` check, which candidates (``any_of`` and ``forbid``) it names,
+    or its casefolded words when it names none. ``None`` (no vote) without an answer."""
+    if not answer:
+        return None
+    parts: list[object] = []
+    for check in checks:
+        if check["type"] == "number":
+            step = float(check["tol"]) or 1e-9
+            grid = (n / step for n in numbers_in(answer))
+            parts.append(sorted({str(round(x)) if math.isfinite(x) else str(x) for x in grid}))
+        else:
+            candidates = [str(v) for v in (*check["any_of"], *check.get("forbid", ()))]
+            named = sorted({v.casefold() for v in candidates if _token(v).search(answer)})
+            parts.append(named or " ".join(answer.casefold().split()))
+    return sha256_text(canonical_json(parts))[:16]
+
+
 def _key(arguments: Mapping[str, Any], names: Sequence[str]) -> tuple[tuple[str, Any], ...]:
     return tuple((n, canonical_value(arguments.get(n))) for n in names)
 
@@ -170,6 +192,7 @@ def grade_tool_http(
         "malformed_calls": trace.malformed,
         "failed_calls": [{"name": n, "error": e} for n, e in trace.failed],
         "replay_misses": trace.replay_misses,
+        "answer_key": answer_key(answer, task["check"]),
     }
     if correct:
         label = "malformed_call" if trace.malformed else None
