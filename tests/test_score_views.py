@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from frostgym.cards.summary import views_table
 from frostgym.cards.views import compute_views, default_ks, majority_vote, pass_at_k, pass_hat_k
 
 FAIL = "errors_as_failures"
@@ -389,3 +390,12 @@ def test_malformed_episode_is_rejected() -> None:
         compute_views([{**EPISODES[0], "reward": math.nan}], [], [1])
     with pytest.raises(ValueError, match="tags"):
         compute_views([{**EPISODES[0], "tags": "algebra"}], [], [1])
+
+
+@pytest.mark.parametrize(
+    ("ks", "headers"), [([1], ["pass@1", "pass^1", "maj@1"]), ([1, 4], ["pass@1", "pass@4", "pass^4", "maj@4"])]
+)
+def test_summary_table_shows_each_view_once(ks: list[int], headers: list[str]) -> None:
+    episodes = [_episode("e", "t", s, 1.0, _grade(1.0, "4")) for s in range(max(ks))]
+    table = views_table({"views": compute_views(episodes, [], ks)})
+    assert [str(c.header) for c in table.columns][5:] == headers
