@@ -79,6 +79,13 @@ def eval_cmd(
     top_p: Annotated[float, typer.Option(min=0.0, max=1.0, help="Nucleus sampling mass.")] = 1.0,
     max_new_tokens: Annotated[int, typer.Option(min=1, help="Most tokens a model may generate per turn.")] = 512,
     model_batch_size: Annotated[int, typer.Option(min=1, help="Prompts per model forward batch.")] = 16,
+    request_timeout: Annotated[
+        float | None,
+        typer.Option(
+            metavar="SECONDS",
+            help="openai agent: whole-request deadline, connect to last byte, per attempt (default 120).",
+        ),
+    ] = None,
     max_turns: Annotated[
         int | None, typer.Option(min=1, help="Override every env's turn limit (default: each env's own).")
     ] = None,
@@ -134,7 +141,9 @@ def eval_cmd(
             options=options,
             ks=ks,
         )
-        policy = make_agent(agent, seed=seed, sampling=sampling, batch_size=model_batch_size)
+        policy = make_agent(
+            agent, seed=seed, sampling=sampling, batch_size=model_batch_size, request_timeout_s=request_timeout
+        )
     except (ValueError, KeyError, gymnasium.error.Error) as error:
         raise typer.BadParameter(str(error)) from error
     if backend == "local":

@@ -4,21 +4,36 @@ The model name picks the behaviour: ``echo`` answers with the last user message,
 ``flaky`` fails its first two calls per message with 503 (then answers), ``limited``
 answers 429 with Retry-After once, ``broken`` answers 400, ``garbage`` answers non-JSON,
 ``tools`` answers with a tool call. Every request body is kept for assertions.
+
+A test can take over the answers with ``respond``: given a request body, it returns
+``(status, payload, headers)`` or ``None`` for the behaviour above. A payload is JSON
+data, ``str`` or ``bytes`` sent as they are, or a ``RawWriter`` that writes the whole
+HTTP response itself (status line included), for servers that drip bytes or never end;
+a writer should stop once ``server.stop`` is set, so every test ends in bounded time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
+import urllib.parse
 from collections import Counter
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, BinaryIO
+
+#: Writes a whole raw HTTP response to the socket file; ``stop`` is set when the server shuts down.
+RawWriter = Callable[[BinaryIO, threading.Event], None]
+Answer = tuple[int, Any, dict[str, str]]
 
 
 class ChatServer:
-    def __init__(self) -> None:
+    def __init__(self, respond: Callable[[dict[str, Any]], Answer | None] | None = None) -> None:
         self.bodies: list[dict[str, Any]] = []
         self.calls: Counter[str] = Counter()
+        self.respond = respond
+        self.stop = threading.Event()
         self._lock = threading.Lock()
         server = self
 
@@ -29,7 +44,14 @@ class ChatServer:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 status, payload, headers = server.answer(self.path, body)
-                data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
+                if callable(payload):
+                    with contextlib.suppress(OSError):  # the client gave up and closed the connection
+                        payload(self.wfile, server.stop)
+                    return
+                if isinstance(payload, bytes):
+                    data = payload
+                else:
+                    data = payload.encode() if isinstance(payload, str) else json.dumps(payload).encode()
                 self.send_response(status)
                 for k, v in headers.items():
                     self.send_header(k, v)
@@ -49,12 +71,18 @@ class ChatServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.stop.set()
         self.httpd.shutdown()
         self.httpd.server_close()
 
-    def answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any, dict[str, str]]:
-        if path != "/v1/chat/completions":
+    def answer(self, path: str, body: dict[str, Any]) -> Answer:
+        if urllib.parse.urlsplit(path).path != "/v1/chat/completions":  # absolute form: a request through a proxy
             return 404, {"error": "not found"}, {}
+        custom = self.respond(body) if self.respond is not None else None
+        if custom is not None:
+            with self._lock:
+                self.bodies.append(body)
+            return custom
         last = body["messages"][-1]["content"]
         with self._lock:
             self.bodies.append(body)

@@ -1,35 +1,102 @@
 """``OpenAIAgent``: any OpenAI-compatible chat-completions server (vLLM, TGI, hosted APIs).
 
-Requests in a batch run concurrently (a thread pool over one ``httpx.Client``).
+Requests in a batch run concurrently (a thread pool over one connection pool).
 Transient failures are retried with exponential backoff, honouring ``Retry-After``:
 connection errors, timeouts, 408, 409, 429 and 5xx. Other 4xx answers are final, since
 retrying a bad request only repeats it. A request that still fails becomes an errored
 reply for its own episode. Token usage is added up per agent.
+
+The server is not trusted; whatever it sends, ``act()`` returns one reply per request
+and never raises. The bounds, and why each is needed:
+
+- **A whole-request deadline** (``timeout_s``, default 120 s; ``frostgym eval
+  --request-timeout``). httpx's timeouts apply to each read, so a server sending a byte
+  per read timeout held a request forever. Here every socket operation of a request
+  (connect, TLS handshake, sending, the status line and headers, every body read) waits
+  at most what is left of the request's deadline: a network backend under the
+  connection pool clips each timeout. A request past its deadline is a timeout, so a
+  transient failure. Outside it: DNS resolution (the resolver bounds it), and a host
+  with several addresses gets what is left for each one tried.
+- **A body size cap** (``max_response_bytes``, default 16 MiB). The body is read in
+  chunks; a larger one (declared or actual) is a final error and is never held whole.
+  ``Accept-Encoding: identity`` is asked, and an encoded body is refused, so a small
+  compressed body cannot inflate past the cap.
+- **Each reply is parsed on its own.** One malformed reply used to raise out of
+  ``act()`` and drop its whole batch. Now a reply that is not JSON, nests deeper than
+  ``MAX_NESTING`` levels (Python's decoder raises ``RecursionError`` on deep input),
+  holds an integer outside 64 bits, or lacks (or mistypes) ``choices``, ``message``,
+  ``content``, ``tool_calls`` or a call's ``function`` is a final error naming what is
+  wrong (``malformed reply: choices[0].message is null``), for its own episode only.
+  Metadata of the wrong type is ignored, never counted: usage counts that are not
+  non-negative integers, a ``finish_reason`` that is not a short string, logprobs that
+  are not numbers. So the usage counters are exact sums of well-formed counts.
+- Rollout cards are written with orjson, which refuses nesting past 255 levels,
+  integers past 64 bits and lone surrogates; the nesting and integer limits above and
+  the cleaning of every string (a lone surrogate becomes U+FFFD) keep a reply from
+  failing the card writer later.
+
+Tool-call arguments that are a JSON string are decoded; arguments that are not valid
+JSON stay a string, and the env reports the malformed call as it would for any model.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
+import math
 import os
+import re
 import threading
 import time
-from collections.abc import Sequence
+import typing
+import urllib.parse
+import urllib.request
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
+import httpcore
 import httpx
 
 from frostgym.agents.base import AgentReply, AgentRequest
 from frostgym.agents.sampling import SamplingParams
+from frostgym.core.messages import Action, clean_text
 from frostgym.core.seeding import derive_seed
 
 TRANSIENT_STATUS = frozenset({408, 409, 429})
 MAX_BACKOFF_S = 30.0
+DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_MAX_RESPONSE_BYTES = 16 * 2**20
+#: Deepest nesting of JSON containers accepted in a reply (a real one nests about 8 deep).
+MAX_NESTING = 64
+_INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what orjson writes
+_MAX_COUNT = 2**53  # larger token counts are not real and would not survive a float
+_MAX_FINISH_REASON = 100
+#: Exceptions of the connection pool worth a retry; the rest (a bad URL scheme, a request
+#: h11 refuses to send) would fail the same way again.
+_RETRYABLE = (httpcore.TimeoutException, httpcore.NetworkError, httpcore.RemoteProtocolError, httpcore.ProxyError)
+_T = TypeVar("_T")
 
 
 class _Final(Exception):
     """A failure that retrying cannot fix."""
+
+
+class _Malformed(_Final):
+    """A 2xx answer that is not a usable chat completion: final, since the server would
+    most likely send the same again; the message names what is wrong."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(f"malformed reply: {what}")
+
+
+class _Transient(Exception):
+    """A failure worth retrying; carries the server's ``Retry-After`` when it gave one."""
+
+    def __init__(self, status: int, body: bytes | bytearray, retry_after: str) -> None:
+        super().__init__(f"HTTP {status}: {_snippet(body)}")
+        self.retry_after = min(MAX_BACKOFF_S, float(retry_after)) if retry_after.replace(".", "", 1).isdigit() else None
 
 
 class OpenAIAgent:
@@ -42,20 +109,36 @@ class OpenAIAgent:
         *,
         sampling: SamplingParams | None = None,
         concurrency: int = 8,
-        timeout_s: float = 120.0,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
         max_retries: int = 4,
         backoff_s: float = 0.5,
         api_key: str | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
+        """``timeout_s`` bounds each request as a whole (each attempt of it), from
+        connecting to the last body byte; ``max_response_bytes`` bounds its body."""
+        if not timeout_s > 0 or not math.isfinite(timeout_s):
+            raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s}")
+        if max_response_bytes < 1:
+            raise ValueError(f"max_response_bytes must be positive, got {max_response_bytes}")
         self.url = base_url.rstrip("/") + "/chat/completions"
         self.model = model
         self.sampling = sampling or SamplingParams()
         self.concurrency = concurrency
+        self.timeout_s = timeout_s
         self.max_retries = max_retries
         self.backoff_s = backoff_s
+        self.max_response_bytes = max_response_bytes
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.Client(timeout=timeout_s, headers=headers)
+        self._headers = [
+            (b"Content-Type", b"application/json"),
+            (b"Accept", b"application/json"),
+            (b"Accept-Encoding", b"identity"),
+        ]
+        if key:
+            self._headers.append((b"Authorization", f"Bearer {key}".encode()))
+        self._deadline = _Deadline()
+        self._pool = _connection_pool(self.url, _DeadlineBackend(self._deadline), concurrency)
         self._lock = threading.Lock()
         self.usage = {"requests": 0, "retries": 0, "failures": 0, "prompt_tokens": 0, "completion_tokens": 0}
 
@@ -65,6 +148,8 @@ class OpenAIAgent:
             "model": self.model,
             "sampling": self.sampling.to_dict(),
             "concurrency": self.concurrency,
+            "request_timeout_s": self.timeout_s,
+            "max_response_bytes": self.max_response_bytes,
             "usage": dict(self.usage),
         }
 
@@ -73,7 +158,7 @@ class OpenAIAgent:
             return list(pool.map(self._one, requests))
 
     def close(self) -> None:
-        self._client.close()
+        self._pool.close()
 
     def payload(self, request: AgentRequest) -> dict[str, Any]:
         p = self.sampling
@@ -95,78 +180,376 @@ class OpenAIAgent:
         return body
 
     def _one(self, request: AgentRequest) -> AgentReply:
-        body = self.payload(request)
+        """One request, retried while its failures are transient; never raises."""
         started = time.perf_counter()
         last_error = ""
+        try:
+            content = json.dumps(self.payload(request)).encode()
+        except (TypeError, ValueError) as error:  # an observation JSON cannot carry
+            return self._failed(started, f"the request cannot be sent as JSON: {error}")
         for attempt in range(self.max_retries + 1):
             if attempt:
                 with self._lock:
                     self.usage["retries"] += 1
             try:
-                return self._parse(self._post(body), started, attempt)
+                return self._reply(self._post(content), started, attempt)
             except _Final as error:
                 last_error = str(error)
                 break
-            except (httpx.TransportError, _Transient) as error:
+            except (*_RETRYABLE, _Transient) as error:
                 last_error = f"{type(error).__name__}: {error}"
                 if attempt < self.max_retries:
                     time.sleep(getattr(error, "retry_after", None) or min(MAX_BACKOFF_S, self.backoff_s * 2**attempt))
+            except Exception as error:  # nothing a server sends may escape act() and drop the batch
+                last_error = f"{type(error).__name__}: {error}"
+                break
+        return self._failed(started, last_error)
+
+    def _failed(self, started: float, error: str) -> AgentReply:
         with self._lock:
             self.usage["failures"] += 1
         return AgentReply(
-            action="", error=f"{self.url}: {last_error}", extra={"latency_s": time.perf_counter() - started}
+            action="", error=_one_line(f"{self.url}: {error}"), extra={"latency_s": time.perf_counter() - started}
         )
 
-    def _post(self, body: dict[str, Any]) -> dict[str, Any]:
+    def _post(self, content: bytes) -> Any:
+        """One attempt: the decoded JSON of a 2xx answer, within the deadline and the size cap."""
         with self._lock:
             self.usage["requests"] += 1
-        response = self._client.post(self.url, json=body)
-        if response.status_code in TRANSIENT_STATUS or response.status_code >= 500:
-            raise _Transient(response)
-        if response.status_code >= 400:
-            raise _Final(f"HTTP {response.status_code}: {response.text[:500]}")
-        try:
-            data: dict[str, Any] = response.json()
-            data["choices"][0]["message"]
-        except (ValueError, KeyError, IndexError, TypeError) as error:
-            raise _Final(f"not a chat-completions response: {response.text[:500]}") from error
-        return data
+        headers = [*self._headers, (b"Content-Length", str(len(content)).encode())]
+        timeouts = dict.fromkeys(("connect", "read", "write", "pool"), self.timeout_s)
+        with (
+            self._deadline.running(self.timeout_s),
+            self._pool.stream(
+                "POST", self.url, headers=headers, content=content, extensions={"timeout": timeouts}
+            ) as response,
+        ):
+            status = response.status
+            answer = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in response.headers}
+            body = self._read_body(response, answer)
+        if status in TRANSIENT_STATUS or status >= 500:
+            raise _Transient(status, body, answer.get("retry-after", "").strip())
+        if status >= 400:
+            raise _Final(f"HTTP {status}: {_snippet(body)}")
+        return _decode(body)
 
-    def _parse(self, data: dict[str, Any], started: float, attempt: int) -> AgentReply:
-        choice = data["choices"][0]
-        message = choice["message"]
-        content = message.get("content") or ""
-        action: str | dict[str, Any] = content
-        if message.get("tool_calls"):
-            calls = []
-            for call in message["tool_calls"]:
-                function = call.get("function", call)
-                arguments = function.get("arguments", {})
-                if isinstance(arguments, str):
-                    with contextlib.suppress(json.JSONDecodeError):  # else the env reports the malformed call
-                        arguments = json.loads(arguments)
-                calls.append({"name": function.get("name"), "arguments": arguments})
-            action = {"content": content, "tool_calls": calls}
-        usage = data.get("usage") or {}
+    def _read_body(self, response: httpcore.Response, headers: dict[str, str]) -> bytearray:
+        cap = self.max_response_bytes
+        declared = headers.get("content-length", "").strip()
+        if declared.isdigit() and int(declared) > cap:
+            raise _Final(f"response body over the {cap} byte limit (Content-Length: {declared})")
+        encoding = headers.get("content-encoding", "identity").strip().lower()
+        if encoding not in ("", "identity"):
+            raise _Final(f"response body is {encoding[:40]}-encoded though identity was asked")
+        body = bytearray()
+        for chunk in response.iter_stream():
+            body += chunk
+            if len(body) > cap:
+                raise _Final(f"response body over the {cap} byte limit")
+        return body  # not copied to bytes: json reads a bytearray as is
+
+    def _reply(self, data: Any, started: float, attempt: int) -> AgentReply:
+        reply = _read_reply(data)
         with self._lock:
-            self.usage["prompt_tokens"] += int(usage.get("prompt_tokens") or 0)
-            self.usage["completion_tokens"] += int(usage.get("completion_tokens") or 0)
+            self.usage["prompt_tokens"] += reply.prompt_tokens or 0
+            self.usage["completion_tokens"] += reply.completion_tokens or 0
         extra: dict[str, Any] = {"latency_s": time.perf_counter() - started, "attempts": attempt + 1}
-        if choice.get("logprobs"):
-            extra["logprobs"] = [t.get("logprob") for t in (choice["logprobs"].get("content") or [])]
+        if reply.logprobs is not None:
+            extra["logprobs"] = reply.logprobs
         return AgentReply(
-            action=action,
-            prompt_tokens=usage.get("prompt_tokens"),
-            completion_tokens=usage.get("completion_tokens"),
-            finish_reason=choice.get("finish_reason"),
+            action=reply.action,
+            prompt_tokens=reply.prompt_tokens,
+            completion_tokens=reply.completion_tokens,
+            finish_reason=reply.finish_reason,
             extra=extra,
         )
 
 
-class _Transient(Exception):
-    """A failure worth retrying; carries the server's ``Retry-After`` when it gave one."""
+# -- reading a reply ------------------------------------------------------------------------
 
-    def __init__(self, response: httpx.Response) -> None:
-        super().__init__(f"HTTP {response.status_code}: {response.text[:200]}")
-        retry_after = response.headers.get("retry-after", "")
-        self.retry_after = min(MAX_BACKOFF_S, float(retry_after)) if retry_after.replace(".", "", 1).isdigit() else None
+
+@dataclass(frozen=True)
+class _Read:
+    action: Action
+    finish_reason: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    logprobs: list[float | None] | None = field(default=None)
+
+
+def _decode(body: bytes | bytearray) -> Any:
+    try:
+        data = json.loads(body)
+    except RecursionError as error:
+        raise _Malformed(f"the body nests deeper than {MAX_NESTING} levels") from error
+    except ValueError as error:  # also bytes that are not UTF-8, and 4300+ digit integers
+        raise _Malformed(f"not JSON ({error}): {_snippet(body) or 'an empty body'}") from error
+    return _clean(data, "the body")
+
+
+def _clean(value: Any, where: str, depth: int = 0) -> Any:
+    """``value`` with valid UTF-8 strings; ``_Malformed`` past ``MAX_NESTING`` levels or
+    for an integer outside 64 bits. Recursion is bounded by ``MAX_NESTING``."""
+    if isinstance(value, str):
+        return clean_text(value)[0]
+    if isinstance(value, int) and not isinstance(value, bool) and not _INT_MIN <= value <= _INT_MAX:
+        raise _Malformed(f"{where} holds an integer outside the 64-bit range")
+    if not isinstance(value, (list, dict)):
+        return value
+    if depth >= MAX_NESTING:
+        raise _Malformed(f"{where} nests deeper than {MAX_NESTING} levels")
+    if isinstance(value, list):
+        return [_clean(v, where, depth + 1) for v in value]
+    return {clean_text(k)[0]: _clean(v, where, depth + 1) for k, v in value.items()}
+
+
+def _read_reply(data: Any) -> _Read:
+    """The action and metadata of a decoded, cleaned body; ``_Malformed`` naming the first
+    field the action cannot be read from."""
+    choices = _member(data, "choices", "the body", list)
+    if not choices:
+        raise _Malformed("choices is empty")
+    choice = _item(choices, 0, "choices", dict)
+    message = _member(choice, "message", "choices[0]", dict)
+    content = _content(message.get("content"))
+    action: Action = content
+    tool_calls = message.get("tool_calls")
+    if tool_calls is not None:
+        where = "choices[0].message.tool_calls"
+        if not isinstance(tool_calls, list):
+            raise _Malformed(f"{where} is {_kind(tool_calls)}, expected an array")
+        if tool_calls:
+            action = {"content": content, "tool_calls": [_call(tool_calls, i) for i in range(len(tool_calls))]}
+    finish = choice.get("finish_reason")
+    usage = data.get("usage")
+    usage = usage if isinstance(usage, dict) else {}
+    return _Read(
+        action=action,
+        finish_reason=finish if isinstance(finish, str) and len(finish) <= _MAX_FINISH_REASON else None,
+        prompt_tokens=_count(usage.get("prompt_tokens")),
+        completion_tokens=_count(usage.get("completion_tokens")),
+        logprobs=_logprobs(choice.get("logprobs")),
+    )
+
+
+def _content(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    # some servers send content as parts: [{"type": "text", "text": "..."}]
+    if isinstance(value, list) and all(isinstance(p, dict) and isinstance(p.get("text"), str) for p in value):
+        return "".join(p["text"] for p in value)
+    raise _Malformed(f"choices[0].message.content is {_kind(value)}, expected a string")
+
+
+def _call(calls: list[Any], i: int) -> dict[str, Any]:
+    where = f"choices[0].message.tool_calls[{i}]"
+    call = _item(calls, i, "choices[0].message.tool_calls", dict)
+    function = call
+    if "function" in call:  # OpenAI wraps the call in {"type": "function", "function": {...}}
+        function = _member(call, "function", where, dict)
+        where += ".function"
+    arguments = function.get("arguments", {})
+    if isinstance(arguments, str):
+        try:
+            arguments = _clean(json.loads(arguments), f"{where}.arguments")
+        except RecursionError as error:
+            raise _Malformed(f"{where}.arguments nests deeper than {MAX_NESTING} levels") from error
+        except ValueError:
+            pass  # stays a string: the env reports the malformed call, as for any model
+    # a missing or odd name is the model's error, not the server's: the env reports it too
+    return {"name": function.get("name"), "arguments": arguments}
+
+
+def _member(parent: Any, key: str, where: str, kind: type[_T]) -> _T:
+    if not isinstance(parent, dict):
+        raise _Malformed(f"{where} is {_kind(parent)}, expected an object")
+    path = f"{where}.{key}" if where != "the body" else key
+    if key not in parent:
+        raise _Malformed(f"{path} is missing")
+    return _typed(parent[key], path, kind)
+
+
+def _item(items: list[Any], i: int, where: str, kind: type[_T]) -> _T:
+    return _typed(items[i], f"{where}[{i}]", kind)
+
+
+def _typed(value: Any, path: str, kind: type[_T]) -> _T:
+    if not isinstance(value, kind):
+        raise _Malformed(f"{path} is {_kind(value)}, expected {_KINDS[kind]}")
+    return value
+
+
+_KINDS: dict[type, str] = {
+    str: "a string",
+    bool: "a boolean",
+    int: "a number",
+    float: "a number",
+    list: "an array",
+    dict: "an object",
+}
+
+
+def _kind(value: Any) -> str:
+    return "null" if value is None else _KINDS.get(type(value), type(value).__name__)
+
+
+def _count(value: Any) -> int | None:
+    """A token count, or None for anything that is not one (text, NaN, negative, bool)."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= _MAX_COUNT:
+        return value
+    return None
+
+
+def _logprobs(value: Any) -> list[float | None] | None:
+    """Per-token logprobs of ``{"content": [{"logprob": x}, ...]}``; None when absent or
+    not that shape; a token whose logprob is not a number reads as None."""
+    if not isinstance(value, dict) or not value:
+        return None
+    tokens = value.get("content") or []
+    if not isinstance(tokens, list):
+        return None
+    out: list[float | None] = []
+    for token in tokens:
+        logprob = token.get("logprob") if isinstance(token, dict) else None
+        out.append(float(logprob) if isinstance(logprob, (int, float)) and not isinstance(logprob, bool) else None)
+    return out
+
+
+def _snippet(body: bytes | bytearray) -> str:
+    return _one_line(body[:200].decode("utf-8", errors="replace"))[:200]
+
+
+def _one_line(text: str, limit: int = 600) -> str:
+    return re.sub(r"\s+", " ", text).strip()[:limit]
+
+
+# -- the request deadline ---------------------------------------------------------------------
+
+
+class _Deadline(threading.local):
+    """The deadline of the request the current thread is making. The connection pool does
+    all of a request's socket work in the calling thread, so a thread-local reaches it."""
+
+    def __init__(self) -> None:
+        self.at: float | None = None
+        self.budget = 0.0
+
+    @contextmanager
+    def running(self, seconds: float) -> Iterator[None]:
+        self.at, self.budget = time.monotonic() + seconds, seconds
+        try:
+            yield
+        finally:
+            self.at = None
+
+    def bounded(
+        self, timeout: float | None, late: type[httpcore.TimeoutException], operation: Callable[[float | None], _T]
+    ) -> _T:
+        """``operation(timeout)`` with the timeout cut to what is left of the deadline;
+        raises ``late`` naming the deadline once it has passed."""
+        if self.at is None:
+            return operation(timeout)
+        left = self.at - time.monotonic()
+        if left <= 0:
+            raise late(f"request deadline of {self.budget:g} s passed")
+        try:
+            return operation(left if timeout is None else min(timeout, left))
+        except httpcore.TimeoutException as error:
+            if time.monotonic() >= self.at:
+                raise late(f"request deadline of {self.budget:g} s passed") from error
+            raise
+
+
+class _DeadlineStream(httpcore.NetworkStream):
+    def __init__(self, inner: httpcore.NetworkStream, deadline: _Deadline) -> None:
+        self._inner = inner
+        self._deadline = deadline
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._deadline.bounded(timeout, httpcore.ReadTimeout, lambda t: self._inner.read(max_bytes, t))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._deadline.bounded(timeout, httpcore.WriteTimeout, lambda t: self._inner.write(buffer, t))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    def start_tls(
+        self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None
+    ) -> httpcore.NetworkStream:
+        tls = self._deadline.bounded(
+            timeout, httpcore.ConnectTimeout, lambda t: self._inner.start_tls(ssl_context, server_hostname, t)
+        )
+        return _DeadlineStream(tls, self._deadline)
+
+    def get_extra_info(self, info: str) -> Any:
+        return self._inner.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    """httpcore's own sockets, each of whose operations obeys the running request's deadline."""
+
+    def __init__(self, deadline: _Deadline) -> None:
+        self._inner = httpcore.SyncBackend()
+        self._deadline = deadline
+
+    def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: typing.Iterable[Any] | None = None,
+    ) -> httpcore.NetworkStream:
+        stream = self._deadline.bounded(
+            timeout,
+            httpcore.ConnectTimeout,
+            lambda t: self._inner.connect_tcp(host, port, t, local_address, socket_options),
+        )
+        return _DeadlineStream(stream, self._deadline)
+
+    def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: typing.Iterable[Any] | None = None
+    ) -> httpcore.NetworkStream:
+        stream = self._deadline.bounded(
+            timeout, httpcore.ConnectTimeout, lambda t: self._inner.connect_unix_socket(path, t, socket_options)
+        )
+        return _DeadlineStream(stream, self._deadline)
+
+    def sleep(self, seconds: float) -> None:
+        self._inner.sleep(seconds)
+
+
+def _connection_pool(url: str, backend: httpcore.NetworkBackend, concurrency: int) -> httpcore.ConnectionPool:
+    """A pool over ``backend``, through the HTTP(S) proxy the environment names for ``url``
+    (``HTTPS_PROXY``, ``HTTP_PROXY``, ``NO_PROXY``), as httpx would. SSL settings come from
+    httpx (certifi, ``SSL_CERT_FILE``)."""
+    ssl_context = httpx.create_ssl_context()
+    limits: dict[str, Any] = {
+        "max_connections": None,  # the agent's thread pool bounds them: no request waits for a connection
+        "max_keepalive_connections": max(1, concurrency),
+        "keepalive_expiry": 5.0,  # as httpx
+    }
+    parts = urllib.parse.urlsplit(url)
+    proxy = urllib.request.getproxies().get(parts.scheme)
+    if proxy and not urllib.request.proxy_bypass(parts.hostname or ""):
+        proxy_url = urllib.parse.urlsplit(proxy if "://" in proxy else f"http://{proxy}")
+        if proxy_url.scheme not in ("http", "https"):
+            raise ValueError(
+                f"the openai agent supports HTTP(S) proxies only, got {proxy_url.scheme}:// from the environment"
+            )
+        auth = None
+        if proxy_url.username is not None:
+            auth = (urllib.parse.unquote(proxy_url.username), urllib.parse.unquote(proxy_url.password or ""))
+        return httpcore.HTTPProxy(
+            proxy_url=proxy_url._replace(netloc=proxy_url.netloc.rpartition("@")[2]).geturl(),
+            proxy_auth=auth,
+            ssl_context=ssl_context,
+            network_backend=backend,
+            **limits,
+        )
+    return httpcore.ConnectionPool(ssl_context=ssl_context, network_backend=backend, **limits)

@@ -17,9 +17,20 @@ from frostgym.agents.sampling import SamplingParams
 AGENT_SPECS = ("oracle", "random", "smollm2", "hf:PATH", "openai:BASE_URL#MODEL", "replay:DIR")
 
 
-def make_agent(spec: str, *, seed: int = 0, sampling: SamplingParams | None = None, batch_size: int = 16) -> Agent:
+def make_agent(
+    spec: str,
+    *,
+    seed: int = 0,
+    sampling: SamplingParams | None = None,
+    batch_size: int = 16,
+    request_timeout_s: float | None = None,
+) -> Agent:
     """Build an agent from its spec; ``seed`` and ``sampling`` configure agents that sample.
-    Model-backed agents import their heavy dependencies only when asked for."""
+    ``request_timeout_s`` is the openai agent's whole-request deadline (its default when
+    None); other agents make no requests and refuse it. Model-backed agents import their
+    heavy dependencies only when asked for."""
+    if request_timeout_s is not None and not spec.startswith("openai:"):
+        raise ValueError(f"a request timeout applies to the openai agent only, not to {spec!r}")
     sampling = sampling or SamplingParams(seed=seed)
     if spec == "oracle":
         return OracleAgent()
@@ -37,12 +48,13 @@ def make_agent(spec: str, *, seed: int = 0, sampling: SamplingParams | None = No
 
         return HFAgent.from_pretrained(spec[3:], sampling=sampling, batch_size=batch_size)
     if spec.startswith("openai:"):
-        from frostgym.agents.openai_compat import OpenAIAgent
+        from frostgym.agents.openai_compat import DEFAULT_TIMEOUT_S, OpenAIAgent
 
         base_url, sep, model = spec[len("openai:") :].partition("#")
         if not sep or not base_url or not model:
             raise ValueError(f"openai agent spec must be openai:BASE_URL#MODEL, got {spec!r}")
-        return OpenAIAgent(base_url, model, sampling=sampling, concurrency=batch_size)
+        timeout_s = DEFAULT_TIMEOUT_S if request_timeout_s is None else request_timeout_s
+        return OpenAIAgent(base_url, model, sampling=sampling, concurrency=batch_size, timeout_s=timeout_s)
     if spec.startswith("replay:"):
         from frostgym.agents.replay import ReplayAgent
 
