@@ -6,6 +6,10 @@ missing ``DISTINCT`` is wrong. When the gold query orders its output (a top-leve
 ``ORDER BY a DESC``. Columns are compared by position, as the gold query lists them.
 Floats are equal at ``significant_digits`` significant digits; ``NULL`` equals ``NULL``.
 SkyRL's grader compares ``frozenset(rows)``, which has neither property.
+
+The gold query runs with the long trusted deadline (a loaded machine must not drop
+the episode). A signal during either query (Ctrl-C) raises out of the grader, as the
+executor makes it: an interrupted query is never graded ``timeout``.
 """
 
 from __future__ import annotations
@@ -21,11 +25,13 @@ from typing import Any, Literal
 from frostgym.core.grade import Grade
 from frostgym.core.hashing import sha256_json
 from frostgym.graders.extraction import outside_reasoning, tagged_blocks
-from frostgym.sql.executor import QueryResult, SafeDatabase
+from frostgym.sql.executor import TRUSTED_TIMEOUT_S, QueryResult, SafeDatabase
 from frostgym.sql.statements import orders_rows
 
 GRADER_NAME = "sql_execution"
-GRADER_VERSION = "1.1.0"  # 1.1: details.answer_key for maj@k
+# 1.1: details.answer_key for maj@k. 1.2: a query that needs more than the executor's memory
+# bound (64 MiB) is an ``error``, where it was a ``timeout``; gold queries get the trusted deadline.
+GRADER_VERSION = "1.2.0"
 SQLStatus = Literal["match", "mismatch", "error", "timeout", "not_select", "no_answer"]
 #: Every label this grader gives (the status, when it is not ``match``).
 LABELS: tuple[str, ...] = ("mismatch", "error", "timeout", "not_select", "no_answer")
@@ -90,7 +96,7 @@ def gold_result(db: SafeDatabase, gold_sql: str) -> QueryResult:
         cached = _gold_cache.get(key)
     if cached is not None:
         return cached
-    result = db.run(gold_sql)
+    result = db.run(gold_sql, timeout_s=TRUSTED_TIMEOUT_S)
     if not result.ok:
         raise RuntimeError(f"gold query failed ({result.status}: {result.error}): {gold_sql}")
     with _gold_lock:

@@ -15,8 +15,8 @@ import hashlib
 import importlib.metadata
 import json
 import os
+import secrets
 import sqlite3
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -449,11 +449,11 @@ def build_database(spec: DatabaseSpec, path: Path, *, reverse_rows: bool = False
     catch gold queries whose output order depends on storage order."""
     data = spec.rows()
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{spec.name}-", suffix=".sqlite", dir=path.parent)
-    os.close(fd)
-    tmp = Path(tmp_name)
+    # Named, not created, before the try: an interrupt (Ctrl-C) at any point leaves no file
+    # behind, neither the half-built database nor its rollback journal.
+    tmp = path.parent / f".{spec.name}-{os.getpid()}-{secrets.token_hex(6)}.sqlite"
+    db: sqlite_utils.Database | None = None
     try:
-        tmp.unlink()
         db = sqlite_utils.Database(tmp)
         for table in spec.tables:
             columns = table.columns or _employment_columns()
@@ -467,9 +467,13 @@ def build_database(spec: DatabaseSpec, path: Path, *, reverse_rows: bool = False
             db.table(table.name).insert_all(rows, batch_size=1000)
         db.vacuum()
         db.close()
+        db = None
         tmp.replace(path)
     finally:
-        tmp.unlink(missing_ok=True)
+        if db is not None:
+            db.close()
+        for leftover in (tmp, tmp.with_name(tmp.name + "-journal")):
+            leftover.unlink(missing_ok=True)
     return path
 
 

@@ -47,7 +47,9 @@ _TOOL_TAG = {"run_sql": "sql", "submit_sql": "answer"}
 
 class SQLEnv(FrozenEnv):
     family = "sql"
-    env_version = "1.1.0"  # 1.1: info records tool_calls / tool_results
+    # 1.1: info records tool_calls / tool_results. 1.2: an exploratory query past the executor's
+    # memory bound reads "Error (error): query needed more than 64 MiB of memory" (was a timeout).
+    env_version = "1.2.0"
 
     def __init__(
         self,

@@ -4,6 +4,10 @@ hand-written question (the source rejects any collision).
 Each template draws its parameters from the database itself, with queries that read in
 key order, so a seed picks the same values on every machine. A template raises
 ``ValueError`` when a draw gives an empty answer, and the source moves to the next draw.
+A query that does not run to its end (an error, the deadline, a signal) must not look
+like an empty answer, or the task under an id would depend on the machine's load or on
+a Ctrl-C: it raises ``RuntimeError`` (the source does not catch it) or, for a signal, the
+signal's own exception. Template queries use the long trusted deadline.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from typing import Any
 
 from frostgym.core.tasks import Draft
 from frostgym.sql.connections import shared_database
+from frostgym.sql.executor import TRUSTED_TIMEOUT_S
 
 Template = Callable[[random.Random], Draft]
 _MONTHS = (
@@ -35,7 +40,7 @@ _MONTHS = (
 
 @cache
 def _values(database: str, sql: str) -> tuple[tuple[Any, ...], ...]:
-    result = shared_database(database).run(sql)
+    result = shared_database(database).run(sql, timeout_s=TRUSTED_TIMEOUT_S)
     if not result.ok or not result.rows:
         raise RuntimeError(f"template parameter query failed on {database}: {sql} ({result.error})")
     return result.rows
@@ -46,8 +51,10 @@ def _quote(value: str) -> str:
 
 
 def _draft(database: str, question: str, sql: str, difficulty: str, features: tuple[str, ...]) -> Draft:
-    result = shared_database(database).run(sql)
-    if not result.ok or not result.rows or all(v is None for row in result.rows for v in row):
+    result = shared_database(database).run(sql, timeout_s=TRUSTED_TIMEOUT_S)
+    if not result.ok:  # not an empty answer: rejecting the draw would change the task
+        raise RuntimeError(f"template query failed on {database} ({result.status}: {result.error}): {sql}")
+    if not result.rows or all(v is None for row in result.rows for v in row):
         raise ValueError("empty answer")  # the source rejects this draw
     return Draft(
         prompt=question,
