@@ -5,21 +5,28 @@ from ``self.np_random`` only, task choice, episode ids, the fixture check, the
 observation as chat messages, action coercion, turn limits, and the ``info`` keys. A
 family passes its task source and supplies the first messages, how one reply is
 answered, and the oracle.
+
+It also guards what a family returns: every string a ``Reply`` carries (feedback, tool
+calls and results, grade details, drop reason) is made UTF-8-clean in ``step``, since a
+family derives them from the action (a parser decodes ``"\\ud800"`` escapes into lone
+surrogates), and a record that holds one cannot be written.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Any, ClassVar, SupportsFloat
 
 import gymnasium
+import orjson
 
 from frostgym.core.episode import DropClass
 from frostgym.core.errors import EpisodeNotActiveError, InvalidActionError, UnknownTaskError
 from frostgym.core.fixture_lock import verified_fixture_sha256
 from frostgym.core.grade import Grade
-from frostgym.core.messages import Action, Message, Observation, clean_text, copy_messages, message
+from frostgym.core.messages import Action, Message, Observation, clean_data, clean_text, copy_messages, message
 from frostgym.core.seeding import derive_seed, draw_seed
 from frostgym.core.spaces import ChatObservationSpace, TextActionSpace
 from frostgym.core.splits import Split, check_split
@@ -128,7 +135,8 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
             raise EpisodeNotActiveError(f"step() called {state}; call reset() to start an episode")
         text, sanitized = self.coerce_action(action)
         last_turn = self._turn + 1 >= self.max_turns
-        reply = self.respond(self._task, text, self._turn, last_turn)
+        reply, unclean = _utf8_clean(self.respond(self._task, text, self._turn, last_turn))
+        sanitized = sanitized or unclean
         self._messages.append(message("assistant", _for_history(text)))
         self._turn += 1
         self._done = reply.done or last_turn
@@ -192,6 +200,31 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
             "turn": self._turn,
             "max_turns": self.max_turns,
         }
+
+
+def _utf8_clean(reply: Reply) -> tuple[Reply, bool]:
+    """``reply`` with every string it carries made UTF-8-clean (``clean_data``), and whether
+    any was not. orjson checks the common case, text that is already clean, in about a
+    microsecond; only data it refuses (a lone surrogate, or values it cannot write) is walked."""
+    grade = reply.grade
+    parts = (reply.feedback, reply.tool_calls, reply.tool_results, None if grade is None else grade.details, reply.drop)
+    try:
+        orjson.dumps(parts)
+        return reply, False
+    except TypeError:  # orjson.JSONEncodeError is one
+        pass
+    cleaned, changed = clean_data(parts)
+    if not changed:
+        return reply, False
+    feedback, tool_calls, tool_results, details, drop = cleaned
+    if grade is not None and details is not grade.details:
+        grade = dataclasses.replace(grade, details=details)
+    return (
+        dataclasses.replace(
+            reply, grade=grade, feedback=feedback, tool_calls=tool_calls, tool_results=tool_results, drop=drop
+        ),
+        True,
+    )
 
 
 def _for_history(text: str) -> str:

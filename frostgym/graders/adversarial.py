@@ -69,6 +69,13 @@ def _materialise(reply: str | dict[str, Any]) -> str:
     return str(reply.get("prefix", "")) + str(reply["repeat"]) * int(reply["times"]) + str(reply.get("suffix", ""))
 
 
+def _materialise_replies(key: str, value: Any) -> Any:
+    """A multi-step case's ``replies`` may hold recipes too (dicts with ``repeat``)."""
+    if key != "replies" or not isinstance(value, list):
+        return value
+    return [_materialise(r) if isinstance(r, dict) and "repeat" in r else r for r in value]
+
+
 def load_suite(name: str) -> tuple[str, list[AdversarialCase]]:
     """The grader name and the cases of suite ``name``."""
     path = resources.files("frostgym") / "fixtures" / "adversarial" / f"{name}.json"
@@ -82,7 +89,7 @@ def load_suite(name: str) -> tuple[str, list[AdversarialCase]]:
             label=c.get("label"),
             score=c.get("score"),
             why=c.get("why", ""),
-            context={k: v for k, v in c.items() if k not in _CASE_FIELDS},
+            context={k: _materialise_replies(k, v) for k, v in c.items() if k not in _CASE_FIELDS},
         )
         for c in data["cases"]
     ]

@@ -24,7 +24,9 @@ A reply is correct when its calls match the gold calls exactly in the BFCL sense
   matching, where BFCL's checker matches greedily and can miss an assignment that exists);
 - **irrelevance**: correct only when the reply calls nothing.
 
-A reply with any call that cannot be read is ``malformed_call``, never partly graded.
+A reply with any call that cannot be read is ``malformed_call``, never partly graded, and a
+reply over ``frostgym.tools.calls.MAX_CALL_TEXT`` characters is ``too_long``, graded without
+being read. Calls reach the checks only within the parser's bounds (``frostgym.tools.calls``).
 """
 
 from __future__ import annotations
@@ -40,12 +42,16 @@ from typing import Any, cast
 
 from frostgym.core.grade import Grade
 from frostgym.core.hashing import canonical_json
-from frostgym.tools.calls import ParsedReply, ToolCall, parse_reply
+from frostgym.tools.calls import MAX_CALL_TEXT, ParsedReply, ToolCall, parse_reply
 
 GRADER_NAME = "tool_ast"
-GRADER_VERSION = "1.1.0"  # 1.1: details.answer_key for maj@k
+#: 1.1: details.answer_key for maj@k. 1.2: too_long over MAX_CALL_TEXT characters; call
+#: arguments past the parser's bounds (depth, 64-bit integers, finite numbers, JSON types)
+#: and calls past MAX_CALLS_PER_REPLY are malformed_call.
+GRADER_VERSION = "1.2.0"
 #: Every label this grader gives.
 LABELS: tuple[str, ...] = (
+    "too_long",
     "no_call",
     "wrong_count",
     "wrong_function",
@@ -549,6 +555,18 @@ def grade_tool_calls(
         "calls": len(parsed.calls),
         "expected_calls": len(possible_answer or ()),
     }
+    if parsed.too_long:
+        reason = f"the reply is over {MAX_CALL_TEXT:,} characters and was not read"
+        details.update({"status": "too_long", "reason": reason, "answer_key": None})
+        return Grade.weighted(
+            components={"correctness": 0.0, "tool_format": 0.0, "calls_matched": 0.0},
+            weights=config.weights,
+            required=config.required,
+            grader=GRADER_NAME,
+            grader_version=GRADER_VERSION,
+            label="too_long",
+            details=details,
+        )
     if parsed.problems:
         reasons = [p.to_dict() for p in parsed.problems]
         mismatch = Mismatch("malformed_call", "; ".join(p.message for p in parsed.problems)[:500])

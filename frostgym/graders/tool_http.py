@@ -16,7 +16,9 @@ there is none. Checks, all of which must pass:
 
 ``calls`` is the share of gold calls made, over gold calls plus failed calls (unknown
 tool, invalid arguments, replay miss); ``tool_format`` is 0 when any attempted call
-could not be parsed. ``details.answer_key`` is what maj@k votes with (``answer_key``).
+could not be parsed. A reply over ``frostgym.tools.calls.MAX_CALL_TEXT`` characters is
+``too_long``: it is not read, for calls or for an answer, and ``tool_format`` is 0.
+``details.answer_key`` is what maj@k votes with (``answer_key``).
 """
 
 from __future__ import annotations
@@ -31,12 +33,14 @@ from typing import Any
 from frostgym.core.grade import Grade
 from frostgym.core.hashing import canonical_json, sha256_text
 from frostgym.graders.extraction import outside_reasoning, tagged_blocks
+from frostgym.tools.calls import MAX_CALL_TEXT
 from frostgym.tools.http.arguments import canonical_value
 
 GRADER_NAME = "tool_http"
-GRADER_VERSION = "1.1.0"  # 1.1: details.answer_key for maj@k
+GRADER_VERSION = "1.2.0"  # 1.1: details.answer_key for maj@k. 1.2: too_long
 #: Every label this grader gives, in the order it picks them.
 LABELS: tuple[str, ...] = (
+    "too_long",
     "no_answer",
     "replay_miss",
     "malformed_call",
@@ -180,8 +184,12 @@ def grade_tool_http(
     matched = gold_calls_made(gold, trace.made)
     denominator = len(gold) + len(trace.failed)
     calls_score = matched / denominator if denominator else 1.0
-    answer = final_answer(reply) if reply is not None else ""
-    problem = check_answer(answer, task["check"]) if answer else "no final answer"
+    too_long = reply is not None and len(reply) > MAX_CALL_TEXT
+    answer = final_answer(reply) if reply is not None and not too_long else ""
+    if too_long:
+        problem: str | None = f"the reply is over {MAX_CALL_TEXT:,} characters and was not read"
+    else:
+        problem = check_answer(answer, task["check"]) if answer else "no final answer"
     correct = problem is None and matched == len(gold)
     details: dict[str, Any] = {
         "answer": answer[:500],
@@ -196,6 +204,8 @@ def grade_tool_http(
     }
     if correct:
         label = "malformed_call" if trace.malformed else None
+    elif too_long:
+        label = "too_long"
     elif not answer:
         label = "no_answer"
     elif trace.replay_misses:
@@ -211,7 +221,7 @@ def grade_tool_http(
     components = {
         "correctness": 1.0 if correct else 0.0,
         "calls": round(calls_score, 6),
-        "tool_format": 0.0 if trace.malformed else 1.0,
+        "tool_format": 0.0 if trace.malformed or too_long else 1.0,
     }
     return Grade.weighted(
         components=components,

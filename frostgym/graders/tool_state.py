@@ -10,7 +10,9 @@ After each user turn, the turn passes when (as in BFCL's ``multi_turn_checker``)
   gold result of the turn is among the results of all the agent's calls so far, as a
   multiset and in any order (``missing_results``).
 
-A turn that runs out of its step budget fails (``turn_limit``), as BFCL's force-quit does.
+A turn that runs out of its step budget fails (``turn_limit``), as BFCL's force-quit does,
+and so does a turn with a reply over ``frostgym.tools.calls.MAX_CALL_TEXT`` characters,
+which is not read (``too_long``).
 The episode is correct only when every turn passes. ``tool_format`` is 0 when any
 attempted call could not be read; a failed turn with unreadable calls is labelled
 ``malformed_call``, since that is what most likely went wrong.
@@ -28,11 +30,14 @@ from typing import Any
 from frostgym.core.grade import Grade
 from frostgym.core.hashing import canonical_json
 from frostgym.tools.bfcl_multi_turn import state_differences
+from frostgym.tools.calls import MAX_CALL_TEXT
 
 GRADER_NAME = "tool_state"
-GRADER_VERSION = "1.1.0"  # 1.1: details.answer_key for maj@k
+#: 1.1: details.answer_key for maj@k. 1.2: too_long; the answer key hashes any state,
+#: lone surrogates in it included.
+GRADER_VERSION = "1.2.0"
 #: Every label this grader gives.
-LABELS: tuple[str, ...] = ("state_mismatch", "missing_results", "malformed_call", "no_call", "turn_limit")
+LABELS: tuple[str, ...] = ("state_mismatch", "missing_results", "malformed_call", "no_call", "turn_limit", "too_long")
 #: ``turns_passed`` is reported for analysis; it cannot move the score, which the
 #: required ``correctness`` gates (BFCL scores an entry all or nothing).
 WEIGHTS: Mapping[str, float] = MappingProxyType({"correctness": 0.9, "tool_format": 0.1})
@@ -53,6 +58,8 @@ class TurnEvidence:
     agent_calls: int = 0
     malformed: int = 0
     hit_step_limit: bool = False
+    #: A reply of the turn was over ``MAX_CALL_TEXT`` characters (it ended the turn unread).
+    too_long: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,13 +95,15 @@ def missing_results(gold: Sequence[str], agent: Sequence[str]) -> list[str]:
 def check_turn(evidence: TurnEvidence) -> TurnVerdict:
     """Whether one user turn passed, and why not."""
     verdict = _check(evidence)
-    if not verdict[0] and evidence.malformed and verdict[1] != "turn_limit":
+    if not verdict[0] and evidence.malformed and verdict[1] not in ("turn_limit", "too_long"):
         verdict = (False, "malformed_call", f"{verdict[2]}; {evidence.malformed} call(s) could not be read")
     passed, label, reason = verdict
     return TurnVerdict(evidence.turn, passed, label, reason, evidence.malformed)
 
 
 def _check(evidence: TurnEvidence) -> tuple[bool, str | None, str]:
+    if evidence.too_long:
+        return False, "too_long", f"a reply was over {MAX_CALL_TEXT:,} characters and was not read"
     if evidence.hit_step_limit:
         return False, "turn_limit", "the turn used its whole step budget without a closing reply"
     if evidence.gold_calls == 0:
@@ -122,7 +131,9 @@ def grade_episode(verdicts: Sequence[TurnVerdict], total_turns: int, malformed: 
     """The grade of the whole episode: correct only when all ``total_turns`` passed (a turn
     never reached, after a failure or the env's step cap, counts as failed). maj@k votes
     with a hash of ``final_state``, the tool world the agent left behind."""
-    key = None if final_state is None else hashlib.sha256(canonical_json(final_state).encode()).hexdigest()[:16]
+    # surrogatepass: the state may hold a lone surrogate the agent wrote (the env cleans what it shows).
+    state = None if final_state is None else canonical_json(final_state).encode("utf-8", "surrogatepass")
+    key = None if state is None else hashlib.sha256(state).hexdigest()[:16]
     return _grade(verdicts, total_turns=total_turns, malformed=malformed, extra={"answer_key": key})
 
 

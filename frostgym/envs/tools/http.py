@@ -8,6 +8,9 @@ structured ``{"tool_calls": [...]}`` action) has every call run, in order, and g
 graded. Calls never touch a network: an unknown tool or bad arguments get an error
 result, and a request the cassettes do not hold gets a ``replay_miss`` error result,
 which also marks the episode as a ``replay_miss`` drop (``info["drop"]``) for the runner.
+A reply over ``frostgym.tools.calls.MAX_CALL_TEXT`` characters is not read: it ends the
+episode, graded ``too_long``. At most ``MAX_CALLS_PER_REPLY`` calls of a reply are read
+(``frostgym.tools.calls``), and the first ``MAX_CALLS_PER_TURN`` of them run.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from frostgym.core.messages import Message, message
 from frostgym.core.splits import Split
 from frostgym.core.tasks import Task
 from frostgym.envs.tools.base import ToolCallingEnv
+from frostgym.graders.tool_ast import plain
 from frostgym.graders.tool_http import (
     DEFAULT_CONFIG,
     CallTrace,
@@ -53,7 +57,7 @@ Available tools (OpenAI function schemas):
 
 class HTTPToolsEnv(ToolCallingEnv):
     family = "tools"
-    env_version = "1.0.0"
+    env_version = "1.1.0"  # 1.1: replies and call arguments bounded (frostgym.tools.calls), too_long
     source: HTTPToolsSource
 
     def __init__(
@@ -87,7 +91,7 @@ class HTTPToolsEnv(ToolCallingEnv):
     def respond(self, task: Task, text: str, turn: int, last_turn: bool) -> Reply:
         parsed = parse_reply(text)
         self._malformed += len(parsed.problems)
-        if not parsed.attempted:
+        if not parsed.attempted:  # a final answer, or a reply too long to read (graded too_long)
             return self._final(task, text)
         if last_turn:
             return self._final(task, None)  # out of turns while still calling tools: no answer
@@ -104,7 +108,7 @@ class HTTPToolsEnv(ToolCallingEnv):
             grade=None,
             done=False,
             feedback=feedback,
-            tool_calls=tuple(c.to_dict() for c in parsed.calls),
+            tool_calls=tuple(plain(c.to_dict()) for c in parsed.calls),  # python literals as JSON data
             tool_results=tuple(r.to_dict() for r in results),
             drop=("replay_miss", str(misses[0].content)) if misses else None,
         )

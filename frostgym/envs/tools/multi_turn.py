@@ -14,7 +14,9 @@ Protocol (also told to the agent in the system message):
   functions" message brings the held-out functions, whose schemas it shows. After the
   last turn the episode ends with the final grade.
 - A turn has at most ``max_steps_per_turn`` replies (BFCL's limit is 20); the reply that
-  uses up the budget ends the turn, which then fails (``turn_limit``).
+  uses up the budget ends the turn, which then fails (``turn_limit``). A reply over
+  ``frostgym.tools.calls.MAX_CALL_TEXT`` characters is not read: it ends the turn, which
+  fails (``too_long``). A reply with more than ``MAX_CALLS_PER_REPLY`` calls runs none.
 
 Since BFCL scores an entry all or nothing, by default the episode ends at the first
 failed turn (``stop_on_failure``): the rest could not change the score.
@@ -32,6 +34,7 @@ from frostgym.core.messages import Message, message
 from frostgym.core.splits import Split
 from frostgym.core.tasks import Task
 from frostgym.envs.tools.base import ToolCallingEnv
+from frostgym.graders.tool_ast import plain
 from frostgym.graders.tool_state import TurnEvidence, TurnVerdict, check_turn, grade_episode, grade_turn
 from frostgym.tools.bfcl_multi_turn import (
     ADDED_FUNCTIONS_PROMPT,
@@ -45,6 +48,7 @@ from frostgym.tools.bfcl_multi_turn import (
     load_entries,
     tools_for,
 )
+from frostgym.tools.calls import MAX_CALLS_PER_REPLY as MAX_CALLS_PER_REPLY  # re-exported
 from frostgym.tools.calls import ParsedReply, parse_reply, render_calls
 
 SYSTEM_PROMPT = """You are an assistant that carries out the user's requests by calling functions.
@@ -64,8 +68,8 @@ CLOSE_TURN = "Done."
 DECLINE_TURN = (
     "I cannot complete this request with the functions and information I have. Please provide what is missing."
 )
-#: More calls than this in one reply are refused as a whole (BFCL's longest gold turn has 34).
-MAX_CALLS_PER_REPLY = 64
+# More calls than MAX_CALLS_PER_REPLY (the parser's bound, 64, imported above) in one reply
+# are refused as a whole; BFCL's longest gold turn has 34.
 MAX_SHOWN_RESULT_CHARS = 8_000
 DEFAULT_STEPS_PER_TURN = 20
 
@@ -76,7 +80,7 @@ def _max_user_turns() -> int:
 
 class MultiTurnToolsEnv(ToolCallingEnv):
     family = "tools"
-    env_version = "1.0.0"
+    env_version = "1.1.0"  # 1.1: replies and call arguments bounded (frostgym.tools.calls), too_long
 
     def __init__(
         self,
@@ -135,10 +139,14 @@ class MultiTurnToolsEnv(ToolCallingEnv):
     def respond(self, task: Task, text: str, turn: int, last_turn: bool) -> Reply:
         parsed = parse_reply(text)
         self._steps_in_turn += 1
+        if parsed.too_long:  # not read: the turn fails unread, and no call counts as made
+            self._turn_malformed += 1
+            self._malformed += 1
+            return self._close_turn(hit_limit=False, last_turn=last_turn, too_long=True)
         if parsed.attempted == 0:
             return self._close_turn(hit_limit=False, last_turn=last_turn)
         outcomes, problems = self._run(parsed)
-        calls = tuple({"name": o.name, "arguments": dict(o.arguments)} for o in outcomes)
+        calls = tuple({"name": o.name, "arguments": plain(o.arguments)} for o in outcomes)  # python literals as JSON
         results = tuple({"name": o.name, "content": o.shown(MAX_SHOWN_RESULT_CHARS), "ok": o.ok} for o in outcomes)
         if self._steps_in_turn >= self.max_steps_per_turn or last_turn:
             closed = self._close_turn(hit_limit=True, last_turn=last_turn)
@@ -155,9 +163,7 @@ class MultiTurnToolsEnv(ToolCallingEnv):
         if parsed.attempted > MAX_CALLS_PER_REPLY:
             self._turn_malformed += 1
             self._malformed += 1
-            problems.append(
-                f"{parsed.attempted} calls in one reply; at most {MAX_CALLS_PER_REPLY} are run, so none ran"
-            )
+            problems.append(f"{parsed.written} calls in one reply; at most {MAX_CALLS_PER_REPLY} are run, so none ran")
             return [], problems
         # Every method of the involved classes runs, offered yet or not, as in BFCL (see
         # frostgym.tools.bfcl_multi_turn: one gold answer calls a held-out function).
@@ -167,7 +173,7 @@ class MultiTurnToolsEnv(ToolCallingEnv):
         return outcomes, problems
 
     # -- turns --------------------------------------------------------------------------
-    def _close_turn(self, *, hit_limit: bool, last_turn: bool) -> Reply:
+    def _close_turn(self, *, hit_limit: bool, last_turn: bool, too_long: bool = False) -> Reply:
         entry = self._current_entry()
         gold = gold_trace(entry.bfcl_id)[self._user_turn]
         evidence = TurnEvidence(
@@ -180,6 +186,7 @@ class MultiTurnToolsEnv(ToolCallingEnv):
             agent_calls=self._turn_calls,
             malformed=self._turn_malformed,
             hit_step_limit=hit_limit,
+            too_long=too_long,
         )
         verdict = _checked(evidence)
         self._verdicts.append(verdict)

@@ -8,7 +8,8 @@ function schemas; the same schemas are on ``env.tools`` for chat templates that 
   into the equivalent tagged text. Reasoning in ``<think>`` is never read for calls.
 - When no offered function fits (the irrelevance categories), the right reply calls nothing.
 - One turn: the reply is graded at once by ``frostgym.graders.tool_ast`` (BFCL's AST rules);
-  nothing is executed.
+  nothing is executed. A reply over ``frostgym.tools.calls.MAX_CALL_TEXT`` characters is
+  graded ``too_long`` without being read.
 """
 
 from __future__ import annotations
@@ -120,7 +121,7 @@ def openai_tools(functions: Sequence[Mapping[str, Any]], language: str = "python
 
 class ToolsEnv(ToolCallingEnv):
     family = "tools"
-    env_version = "1.0.0"
+    env_version = "1.1.0"  # 1.1: replies and call arguments bounded (frostgym.tools.calls), too_long
 
     def __init__(
         self,
