@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated, Any, cast
 
 import gymnasium
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from frostgym.core.env import FrozenEnv
+from frostgym.core.errors import FrostgymError
 from frostgym.core.splits import PUBLIC_SPLITS, check_split
 from frostgym.core.tasks import ProceduralSource
 from frostgym.envs.registry import EnvEntry
@@ -20,6 +23,10 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, help="Frozen, seed
 console = Console()
 if not console.is_terminal:  # logs and CI: rich would assume 80 columns and fold every table
     console = Console(width=160)
+
+
+class UserError(FrostgymError):
+    """Something the user can fix, said in one line by ``main`` (no traceback)."""
 
 
 def _envs() -> list[tuple[EnvEntry, FrozenEnv]]:
@@ -186,6 +193,11 @@ def _run_with_progress(run: Any, out: Path) -> None:
         raise typer.Exit(130) from None
     except (CardMismatchError, FileExistsError, ValueError) as error:
         raise typer.BadParameter(str(error)) from error
+    except OSError as error:  # a full disk, a vanished mount: the card is closed as interrupted if it could be
+        raise UserError(
+            f"cannot write the card in {out}: {error.strerror or error}; "
+            "fix that (free space), then run the same command plus --resume"
+        ) from error
     card, _, drops = load_card(out)
     print_summary(console, card, drops)
     console.print(f"card written to {out}")
@@ -194,10 +206,16 @@ def _run_with_progress(run: Any, out: Path) -> None:
 @app.command("summary")
 def summary_cmd(card_dir: Annotated[Path, typer.Argument(help="A card directory.")]) -> None:
     """Print a card's accounting, drops and headline views."""
-    from frostgym.cards.card import load_card
+    from frostgym.cards.card import load_card, summarize_card
     from frostgym.cards.summary import print_summary
 
     card, _, drops = load_card(card_dir)
+    if "accounting" not in card:  # never closed: its run is going on, or was killed
+        card = {**card, **summarize_card(card_dir, card, "running", torn="ignore")}
+        console.print(
+            f"[yellow]{card_dir} is still running, or its run was killed: figures from the files as they are now; "
+            "finish it with the same eval command plus --resume[/yellow]"
+        )
     print_summary(console, card, drops)
 
 
@@ -215,15 +233,22 @@ def replay_cmd(card_dir: Annotated[Path, typer.Argument(help="A card directory."
     for env_id, results in sorted(by_env.items()):
         bad = [e for e in results if e.divergence is not None]
         first = f"{bad[0].plan_id}: {bad[0].divergence}" if bad else ""
-        table.add_row(env_id, str(len(results)), str(len(results) - len(bad)), str(len(bad)), first)
+        same = sum(1 for e in results if e.divergence is None and e.not_replayable is None)
+        table.add_row(env_id, str(len(results)), str(same), str(len(bad)), first)
     console.print(table)
+    kept_short = [e for e in report.episodes if e.not_replayable is not None]
+    if kept_short:
+        console.print(
+            f"{len(kept_short)} episodes were not replayed: the card keeps only a prefix of an over-long action "
+            f"(first: {kept_short[0].plan_id}, {kept_short[0].not_replayable})"
+        )
     if report.drops_not_replayed:
         console.print(f"{report.drops_not_replayed} dropped episodes have no final grade and were not replayed")
     if report.integrity_error:
         console.print(f"[red]integrity: {report.integrity_error}[/red]")
     if not report.ok:
         raise typer.Exit(1)
-    console.print(f"replay identical: {len(report.episodes)} episodes")
+    console.print(f"replay identical: {len(report.episodes) - len(kept_short)} episodes")
 
 
 @app.command("regrade")
@@ -348,7 +373,13 @@ def record_cassettes_cmd(
 
 
 def main() -> None:
-    app()
+    """The console entry point: errors a user can act on (a corrupt or edited card, a
+    full disk, a card that is not there) print one line naming the file and exit 2."""
+    try:
+        app()
+    except (FrostgymError, OSError) as error:
+        console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
+        sys.exit(2)
 
 
 if __name__ == "__main__":

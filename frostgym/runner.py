@@ -31,6 +31,7 @@ from frostgym.core.episode import (
     Stage,
     StepRecord,
     split_step_info,
+    stored_action,
 )
 from frostgym.core.messages import Action, Observation, copy_messages
 from frostgym.core.seeding import derive_seed
@@ -322,10 +323,11 @@ class _Run:
         except Exception as error:
             return failure_of(error, "step", "infra_error")
         rest, calls, results, grade = split_step_info(info)
+        action, action_stored = stored_action(reply.action)
         step = StepRecord(
             turn=request.turn,
             agent_seed=request.seed,
-            action=reply.action,
+            action=action,
             agent=reply.trace(),
             tool_calls=calls,
             tool_results=results,
@@ -337,6 +339,7 @@ class _Run:
             observation=ObservationDelta.between(item.observation, observation),
             agent_seconds=agent_seconds,
             env_seconds=time.perf_counter() - began,
+            action_stored=action_stored,
         )
         item.record.steps.append(step)
         item.record.reward += step.reward

@@ -117,7 +117,7 @@ def test_kill_9_then_resume_gives_the_uninterrupted_episode_set(tmp_path: Path) 
     child.send_signal(signal.SIGKILL)
     child.wait()
     assert json.loads((crashed / "card.json").read_text())["status"] == "running"
-    written = read_jsonl(crashed / "episodes.jsonl", repair=True).records
+    written = read_jsonl(crashed / "episodes.jsonl", torn="repair").records
     assert 20 <= len(written) < 120
     with (crashed / "episodes.jsonl").open("ab") as f:  # a torn last write, as a crash mid-line leaves
         f.write(b'{"plan_id": "frostgym/Arith')
@@ -202,9 +202,10 @@ def test_regrade_records_versions_diffs_grades_and_skips_drops(tmp_path: Path) -
 def test_card_files_are_checked_against_the_manifest(tmp_path: Path) -> None:
     out = tmp_path / "card"
     _card(out, OracleAgent(), ["frostgym/Arithmetic-v0"], 5)
-    with (out / "drops.jsonl").open("a") as f:
-        f.write("{}\n")
-    with pytest.raises(CardCorruptError, match="checksum"):
+    first = (out / "episodes.jsonl").read_bytes().splitlines(keepends=True)[0]
+    with (out / "episodes.jsonl").open("ab") as f:
+        f.write(first)
+    with pytest.raises(CardCorruptError, match=r"appended after the card was closed.*checksum"):
         load_card(out)
 
 

@@ -14,6 +14,7 @@ from typing import Any
 import orjson
 
 from frostgym.agents.base import AgentReply, AgentRequest
+from frostgym.core.episode import action_is_whole
 from frostgym.core.messages import Action
 
 
@@ -34,7 +35,8 @@ class ReplayAgent:
         for line in raw.splitlines():
             episode = orjson.loads(line)
             for step in episode["steps"]:
-                actions[(episode["episode_id"], step["turn"])] = step["action"]
+                if action_is_whole(step):  # a prefix is not the action: its turn is a replay miss
+                    actions[(episode["episode_id"], step["turn"])] = step["action"]
         return cls(actions, str(directory), hashlib.sha256(raw).hexdigest())
 
     def act(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:

@@ -15,6 +15,9 @@ from __future__ import annotations
 import datetime as dt
 import fcntl
 import os
+import shutil
+import tempfile
+import time
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -24,27 +27,42 @@ from frostgym.cards.plan import SEEDING, PlannedEpisode, plan_sha256
 from frostgym.cards.store import (
     CardCorruptError,
     JsonlAppender,
+    JsonlContents,
+    RecordKind,
+    TornLine,
+    cut_torn_line,
     gc_paused,
+    manifest_problem,
+    parse_jsonl,
     read_json,
     read_jsonl,
     write_json_atomic,
 )
 from frostgym.cards.views import compute_views
-from frostgym.core.episode import DropRecord, EpisodeRecord
+from frostgym.core.episode import COUNTED_AS, DropRecord, EpisodeRecord
+from frostgym.core.errors import FrostgymError
 from frostgym.core.grade import passes
 from frostgym.version import __version__
 
-CARD_SCHEMA = "frostgym.card/1"
+CARD_SCHEMA = "frostgym.card/2"
+#: Manifest versions ``load_card`` reads: /2 added per-line checksums and the checkpoint.
+READABLE_SCHEMAS = frozenset({"frostgym.card/1", CARD_SCHEMA})
 CARD_FILE = "card.json"
 EPISODES_FILE = "episodes.jsonl"
 DROPS_FILE = "drops.jsonl"
 LOCK_FILE = ".lock"
+RECORD_FILES: tuple[tuple[str, RecordKind], ...] = ((EPISODES_FILE, "episode"), (DROPS_FILE, "drop"))
 CardStatus = Literal["running", "interrupted", "complete"]
 #: The ``card.json`` keys ``close`` computes from the files on disk; absent while running.
 SUMMARY_KEYS: tuple[str, ...] = ("updated_at", "files", "graders", "accounting", "views")
+#: While a session runs, ``card.json`` holds instead the checksums of what the two files
+#: held when it began: a resume after a crash verifies the files still begin with that.
+CHECKPOINT_KEY = "checkpoint"
+#: A card is built under this prefix beside its directory and renamed into place.
+_STAGING = ".creating-"
 
 
-class CardMismatchError(ValueError):
+class CardMismatchError(FrostgymError, ValueError):
     """``--resume`` was asked to finish a card planned with different options."""
 
 
@@ -77,11 +95,12 @@ class CardWriter:
         provenance: dict[str, Any],
         fsync_seconds: float = 1.0,
     ) -> CardWriter:
-        """A new card; ``config["identity"]`` is what a resume must match."""
-        directory.mkdir(parents=True, exist_ok=True)
-        entries = [p.to_dict() for p in plan]
-        if any(directory.iterdir()):
+        """A new card; ``config["identity"]`` is what a resume must match. The directory is
+        built beside ``directory`` and renamed into place, so a crash while creating leaves
+        either no card or a whole one (with its plan), never a directory nothing can use."""
+        if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
             raise FileExistsError(f"{directory} is not empty: pass --resume to finish the card there, or a new --out")
+        entries = [p.to_dict() for p in plan]
         card = {
             "schema": CARD_SCHEMA,
             "status": "running",
@@ -92,10 +111,26 @@ class CardWriter:
             "plan": {"sha256": plan_sha256(entries), "episodes": entries},
             **provenance,
             "sessions": [{"started_at": _now(), "ended_at": None, "resumed": False, "written": 0}],
+            CHECKPOINT_KEY: {name: parse_jsonl(Path(name), b"").manifest() for name in (EPISODES_FILE, DROPS_FILE)},
         }
-        writer = cls(directory, card, set(), fsync_seconds)
-        write_json_atomic(directory / CARD_FILE, card)
-        return writer
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        _remove_abandoned_builds(directory)
+        staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}{_STAGING}", dir=directory.parent))
+        lock = _lock(staging)
+        try:
+            for name in (EPISODES_FILE, DROPS_FILE):
+                (staging / name).touch()
+            write_json_atomic(staging / CARD_FILE, card)
+            try:
+                os.rename(staging, directory)  # replaces an empty directory in one step
+            except OSError as error:
+                raise FileExistsError(f"{directory} is not empty: another run created it ({error.strerror})") from None
+            _fsync_directory(directory.parent)
+        except BaseException:
+            os.close(lock)
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return cls(directory, card, set(), fsync_seconds, lock)
 
     @classmethod
     def resume(
@@ -106,8 +141,13 @@ class CardWriter:
         plan: Sequence[PlannedEpisode],
         fsync_seconds: float = 1.0,
     ) -> CardWriter:
-        """Reopen a card to finish its plan: the identity and plan must match, a partial
-        last line left by a crash is cut off, and every plan id already on disk is done."""
+        """Reopen a card to finish its plan. The identity and plan must match, and the two
+        files must hold exactly what the card recorded at its last close (or begin with what
+        they held when the crashed session began): an edited, shortened or deleted file is
+        refused with ``CardCorruptError`` naming the file and line. The only damage mended
+        is a partial last line left by a crash, which is cut off (that episode runs again)."""
+        if not (directory / CARD_FILE).exists():
+            raise CardCorruptError(f"{directory} holds no card ({CARD_FILE} is missing): start it without --resume")
         card = read_json(directory / CARD_FILE)
         stored, asked = card["config"]["identity"], config["identity"]
         if stored != asked:
@@ -118,15 +158,19 @@ class CardWriter:
             raise CardMismatchError(f"{directory}: the plan recomputed from its options differs (package change?)")
         lock = _lock(directory)  # before repairing: another runner may still be writing
         try:
-            done = set(_recorded_ids(directory, repair=True, plan_ids={p.plan_id for p in plan}))
+            contents = _verified_files(directory, card)
+            _check_ids([r["plan_id"] for c in contents.values() for r in c.records], {p.plan_id for p in plan})
         except BaseException:
             os.close(lock)
             raise
+        done = {r["plan_id"] for c in contents.values() for r in c.records}
         card["config"]["execution"] = config["execution"]
         card["config"]["ks"] = config["ks"]
         card["status"] = "running"
+        card["schema"] = CARD_SCHEMA
         for stale in SUMMARY_KEYS:  # recomputed at close
             card.pop(stale, None)
+        card[CHECKPOINT_KEY] = {name: c.manifest() for name, c in contents.items()}
         card["sessions"].append({"started_at": _now(), "ended_at": None, "resumed": True, "written": 0})
         writer = cls(directory, card, done, fsync_seconds, lock)
         write_json_atomic(directory / CARD_FILE, card)
@@ -134,7 +178,14 @@ class CardWriter:
 
     # -- the EpisodeSink interface ---------------------------------------------------------
     def add(self, outcome: EpisodeRecord | DropRecord) -> None:
-        (self._episodes if isinstance(outcome, EpisodeRecord) else self._drops).append(outcome)
+        """Queue one outcome for the next commit. An outcome whose content no JSON can
+        hold (nothing should produce one: envs sanitize what they return) becomes an
+        ``infra_error`` drop without its trajectory, naming why: one episode's content
+        never stops the run or leaves the card unwritable."""
+        try:
+            (self._episodes if isinstance(outcome, EpisodeRecord) else self._drops).append(outcome)
+        except (TypeError, ValueError, RecursionError) as error:
+            self._drops.append(_unwritable(outcome, error))
         self.card["sessions"][-1]["written"] += 1
 
     def commit(self) -> None:
@@ -152,7 +203,12 @@ class CardWriter:
         if agent is not None:
             self.card["agent"] = dict(agent)
         self.card["sessions"][-1]["ended_at"] = _now()
-        self.card.update(summarize_card(self.directory, self.card, status))
+        # An interrupted run may have been cut mid-write (a full disk): that partial line is
+        # an episode the resume runs again, not damage.
+        self.card.update(
+            summarize_card(self.directory, self.card, status, torn="repair" if status != "complete" else "error")
+        )
+        self.card.pop(CHECKPOINT_KEY, None)
         write_json_atomic(self.directory / CARD_FILE, self.card)
         os.close(self._lock)
         return self.card
@@ -169,12 +225,76 @@ def _lock(directory: Path) -> int:
     return fd
 
 
-def _recorded_ids(directory: Path, *, repair: bool, plan_ids: set[str]) -> list[str]:
-    ids = []
-    for name in (EPISODES_FILE, DROPS_FILE):
-        ids += [r["plan_id"] for r in read_jsonl(directory / name, repair=repair).records]
-    _check_ids(ids, plan_ids)
-    return ids
+def _unwritable(outcome: EpisodeRecord | DropRecord, error: BaseException) -> DropRecord:
+    reason = f"the episode's record could not be written ({type(error).__name__}: {error})".splitlines()[0][:500]
+    return DropRecord(
+        plan_id=outcome.plan_id,
+        env_id=outcome.env_id,
+        task_id=outcome.task_id,
+        sample=outcome.sample,
+        difficulty=outcome.difficulty,
+        tags=list(outcome.tags),
+        seed=outcome.seed,
+        seed_derivation=list(outcome.seed_derivation),
+        drop_class="infra_error",
+        counted_as=COUNTED_AS["infra_error"],
+        stage="runner",
+        error=reason,
+        traceback=None,
+        attempts=outcome.attempts,
+        episode_id=outcome.episode_id,
+        started_at=outcome.started_at,
+        wall_seconds=outcome.wall_seconds,
+    )
+
+
+def _verified_files(directory: Path, card: Mapping[str, Any]) -> dict[str, JsonlContents]:
+    """Both files, checked against what ``card.json`` recorded: at the last close
+    (``files``: they must hold exactly that) or when the crashed session began
+    (``checkpoint``: they must begin with it). A partial last line is cut off."""
+    recorded = card.get("files") or card.get(CHECKPOINT_KEY)  # neither: a frostgym.card/1 card killed while running
+    closed = "files" in card
+    contents = {}
+    for name, kind in RECORD_FILES:
+        path = directory / name
+        read = read_jsonl(path, torn="ignore", kind=kind)
+        if recorded is not None and (problem := manifest_problem(path, recorded[name], read, exact=closed)):
+            raise CardCorruptError(
+                f"{problem}: refusing to resume over it (restore the file, or start a new card with a new --out)"
+            )
+        if read.repaired_bytes:
+            cut_torn_line(path, read.bytes)
+        contents[name] = read
+    return contents
+
+
+def _remove_abandoned_builds(directory: Path) -> None:
+    """Delete what a run killed while creating ``directory`` left beside it: a staging
+    directory whose lock nobody holds (or that never got one and is a minute old)."""
+    for staging in directory.parent.glob(f".{directory.name}{_STAGING}*"):
+        try:
+            fd = os.open(staging / LOCK_FILE, os.O_RDWR)
+        except FileNotFoundError:
+            if time.time() - staging.stat().st_mtime > 60:
+                shutil.rmtree(staging, ignore_errors=True)
+            continue
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            continue  # another process is creating a card there right now
+        finally:
+            os.close(fd)
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def _fsync_directory(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _check_ids(ids: Iterable[str], plan_ids: set[str]) -> None:
@@ -182,7 +302,10 @@ def _check_ids(ids: Iterable[str], plan_ids: set[str]) -> None:
     repeated = sorted(i for i, n in counts.items() if n > 1)
     unknown = sorted(set(counts) - plan_ids)
     if repeated or unknown:
-        raise CardCorruptError(f"episodes recorded twice: {repeated[:5]}; not in the plan: {unknown[:5]}")
+        raise CardCorruptError(
+            f"the card's files hold plan ids recorded twice ({repeated[:5]}) or not in its plan ({unknown[:5]}): "
+            "edited after the run?"
+        )
 
 
 def accounting(plan_ids: set[str], episodes: list[dict[str, Any]], drops: list[dict[str, Any]]) -> dict[str, Any]:
@@ -213,15 +336,18 @@ def accounting(plan_ids: set[str], episodes: list[dict[str, Any]], drops: list[d
     }
 
 
-def summarize_card(directory: Path, card: Mapping[str, Any], status: CardStatus) -> dict[str, Any]:
-    """Accounting, checksums, grader versions and views, from the files on disk."""
+def summarize_card(
+    directory: Path, card: Mapping[str, Any], status: CardStatus, *, torn: TornLine = "error"
+) -> dict[str, Any]:
+    """Accounting, checksums, grader versions and views, from the files on disk (a partial
+    last line as ``torn`` says: ``ignore`` to look at a card whose run was killed)."""
     with gc_paused():
-        return _summarize(directory, card, status)
+        return _summarize(directory, card, status, torn)
 
 
-def _summarize(directory: Path, card: Mapping[str, Any], status: CardStatus) -> dict[str, Any]:
-    episodes = read_jsonl(directory / EPISODES_FILE)
-    drops = read_jsonl(directory / DROPS_FILE)
+def _summarize(directory: Path, card: Mapping[str, Any], status: CardStatus, torn: TornLine) -> dict[str, Any]:
+    episodes = read_jsonl(directory / EPISODES_FILE, torn=torn, kind="episode")
+    drops = read_jsonl(directory / DROPS_FILE, torn=torn, kind="drop")
     plan_ids = {p["plan_id"] for p in card["plan"]["episodes"]}
     counts = accounting(plan_ids, episodes.records, drops.records)
     if status == "complete" and counts["pending"]:
@@ -244,16 +370,23 @@ def _summarize(directory: Path, card: Mapping[str, Any], status: CardStatus) -> 
 def load_card(
     directory: Path, *, verify: bool = True
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    """(card, episodes, drops) of a card directory. ``verify`` checks the files against
-    the checksums in ``card.json`` (a card still running has none yet)."""
+    """(card, episodes, drops) of a card directory, every line checked to be a record.
+    ``verify`` checks the files against the checksums in ``card.json``. A card still
+    running (or whose run was killed) has none yet; its partial last line, if any, is
+    left unread. Raises ``CardCorruptError`` naming the file and line."""
+    if not (directory / CARD_FILE).exists():
+        raise CardCorruptError(f"{directory} holds no card ({CARD_FILE} is missing)")
     card = read_json(directory / CARD_FILE)
-    episodes = read_jsonl(directory / EPISODES_FILE)
-    drops = read_jsonl(directory / DROPS_FILE)
-    if verify and "files" in card:
+    if not isinstance(card, dict) or card.get("schema") not in READABLE_SCHEMAS:
+        raise CardCorruptError(f"{directory / CARD_FILE} is not a frostgym card manifest (schema {READABLE_SCHEMAS})")
+    closed = "files" in card
+    torn: TornLine = "error" if closed else "ignore"
+    episodes = read_jsonl(directory / EPISODES_FILE, torn=torn, kind="episode")
+    drops = read_jsonl(directory / DROPS_FILE, torn=torn, kind="drop")
+    if verify and closed:
         for name, contents in ((EPISODES_FILE, episodes), (DROPS_FILE, drops)):
-            if card["files"][name] != contents.manifest():
+            if problem := manifest_problem(directory / name, card["files"][name], contents, exact=True):
                 raise CardCorruptError(
-                    f"{directory / name} does not match the checksum in card.json "
-                    f"(card: {card['files'][name]}, file: {contents.manifest()}): edited after the run?"
+                    f"{problem} (it does not match the checksum in card.json: edited after the run?)"
                 )
     return card, episodes.records, drops.records

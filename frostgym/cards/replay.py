@@ -21,7 +21,7 @@ from frostgym.cards.plan import PlannedEpisode, make_env
 from frostgym.cards.run import execution_config, run_to_card
 from frostgym.cards.store import CardCorruptError, dumps_line, write_json_atomic
 from frostgym.core.env import FrozenEnv
-from frostgym.core.episode import EPISODE_INFO_KEYS, ObservationDelta, split_step_info
+from frostgym.core.episode import EPISODE_INFO_KEYS, ObservationDelta, action_is_whole, split_step_info
 from frostgym.runner import RunOptions
 
 
@@ -31,6 +31,8 @@ class EpisodeReplay:
     env_id: str
     steps: int
     divergence: str | None  # the first difference, naming its step; None when identical
+    #: Why the episode was not replayed (an action the card stored only as a prefix); None when it was.
+    not_replayable: str | None = None
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,9 @@ def replay_card(directory: Path) -> ReplayReport:
     try:
         for episode in episodes:
             env_id = episode["env_id"]
+            if reason := unreplayable(episode):
+                results.append(EpisodeReplay(episode["plan_id"], env_id, len(episode["steps"]), None, reason))
+                continue
             if env_id not in envs:
                 envs[env_id] = make_env(env_id, identity["split"], identity["env_kwargs"])
             try:
@@ -135,6 +140,17 @@ def replay_card(directory: Path) -> ReplayReport:
         for env in envs.values():
             env.close()
     return ReplayReport(directory, integrity, results, len(drops))
+
+
+def unreplayable(episode: Mapping[str, Any]) -> str | None:
+    """Why the recorded actions of ``episode`` cannot be played again, or None: an action
+    over ``STORED_ACTION_CHARS`` is kept only as a prefix with its length and sha256."""
+    for step in episode["steps"]:
+        if not action_is_whole(step):
+            stored = step["action_stored"]
+            kept, whole = stored["prefix_chars"], stored["chars"]
+            return f"step {step['turn']}: the card keeps {kept:,} of its {whole:,} characters"
+    return None
 
 
 # -- regrade ---------------------------------------------------------------------------------
@@ -159,6 +175,7 @@ def regrade_card(source: Path, out: Path, options: RunOptions | None = None) -> 
     }
     plan = [PlannedEpisode.from_dict(p) for p in card["plan"]["episodes"]]
     skip = {d["plan_id"]: f"dropped in {source} as {d['drop_class']}: {d['error']}" for d in drops}
+    skip |= {e["plan_id"]: f"not replayable: {reason}" for e in episodes if (reason := unreplayable(e))}
     agent = ReplayAgent.from_card(source)
     regraded_from = {"path": str(source), "episodes_sha256": agent.sha256, "graders": card.get("graders", {})}
     new_card = run_to_card(out, agent, config, options, plan=plan, skip=skip, extra={"regraded_from": regraded_from})

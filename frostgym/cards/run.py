@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from frostgym.agents.base import Agent
-from frostgym.cards.card import CardStatus, CardWriter
+from frostgym.cards.card import CardWriter
 from frostgym.cards.plan import PlannedEpisode, make_plan
 from frostgym.cards.provenance import env_info, git_info, host_info, package_versions
 from frostgym.cards.views import default_ks
@@ -96,10 +96,12 @@ def run_to_card(
     remaining = [p for p in plan if p.plan_id not in writer.done]
     if on_plan is not None:
         on_plan(len(plan), len(plan) - len(remaining))
-    status: CardStatus = "interrupted"
     try:
         run_plan(remaining, agent, writer, options, skip=skip, on_outcome=on_outcome, envs=envs)
-        status = "complete"
-    finally:
-        card = writer.close(status, agent.describe())
-    return card
+    except BaseException as error:  # Ctrl-C, a full disk, a dead backend: the card stays resumable
+        try:
+            writer.close("interrupted", agent.describe())
+        except Exception as closing:  # e.g. the disk is still full: report the cause, not this
+            error.add_note(f"the card in {out} could not be closed either ({type(closing).__name__}: {closing})")
+        raise
+    return writer.close("complete", agent.describe())

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import Any, Final, get_args
 
-from frostgym.cards.card import CARD_SCHEMA, DROPS_FILE, EPISODES_FILE, SUMMARY_KEYS, CardStatus
+from frostgym.cards.card import CARD_SCHEMA, CHECKPOINT_KEY, DROPS_FILE, EPISODES_FILE, SUMMARY_KEYS, CardStatus
 from frostgym.cards.plan import SEEDING
 from frostgym.cards.views import RULE_NAMES, SLICES
 from frostgym.core.episode import COUNTED_AS, DROP_CLASSES, CountedAs, Stage
@@ -112,7 +112,7 @@ def document(kind: str, title: str, description: str, body: Schema, defs: dict[s
         raise ValueError("describe the document, not its body")
     return {
         "$schema": DRAFT,
-        "$id": f"{BASE_URL}/{kind}/1.json",
+        "$id": f"{BASE_URL}/{kind}/{CARD_SCHEMA.rsplit('/', 1)[1]}.json",
         "title": title,
         "description": description,
         **body,
@@ -219,6 +219,18 @@ def _step() -> Schema:
             "observation": ref("observation_delta"),
             "agent_seconds": SECONDS,
             "env_seconds": SECONDS,
+            "action_stored": nullable(
+                record(
+                    {
+                        "kind": enum(["text", "structured"]),
+                        "chars": integer(0),
+                        "sha256": SHA256,
+                        "prefix_chars": integer(0),
+                    },
+                    description="`action` holds only the first `prefix_chars` characters of an over-long action "
+                    "(its JSON text, when structured): its full length and sha256 are here",
+                )
+            ),
         }
     )
 
@@ -276,7 +288,16 @@ def _by_rule() -> Schema:
 
 
 def _file_manifest() -> Schema:
-    return record({"sha256": SHA256, "bytes": integer(0), "lines": integer(0)})
+    return record(
+        {
+            "sha256": SHA256,
+            "bytes": integer(0),
+            "lines": integer(0),
+            "line_crc32": string(
+                pattern="^([0-9a-f]{8})*$", description="CRC-32 of each line, 8 hex digits a line: locates an edit"
+            ),
+        }
+    )
 
 
 def _graders() -> Schema:
@@ -521,6 +542,10 @@ def _card_schema() -> Schema:
         ),
         "updated_at": TIMESTAMP,
         "files": record({EPISODES_FILE: ref("file_manifest"), DROPS_FILE: ref("file_manifest")}),
+        CHECKPOINT_KEY: record(
+            {EPISODES_FILE: ref("file_manifest"), DROPS_FILE: ref("file_manifest")},
+            description="while a session runs: what the files held when it began (a resume checks they still do)",
+        ),
         "graders": ref("graders"),
         "accounting": _accounting(),
         "views": _views(),
@@ -529,7 +554,7 @@ def _card_schema() -> Schema:
             description="on a regraded card: the source card, the sha256 of its episodes.jsonl, and its graders",
         ),
     }
-    body = record(properties, optional=(*SUMMARY_KEYS, "regraded_from"))
+    body = record(properties, optional=(*SUMMARY_KEYS, CHECKPOINT_KEY, "regraded_from"))
     body["allOf"] = [
         {
             "description": "a card closed at least once carries what close() computes from the files",

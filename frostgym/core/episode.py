@@ -7,10 +7,25 @@ wall-clock times. Replay and regrade read the same records back.
 
 from __future__ import annotations
 
+import hashlib
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import orjson
+
 from frostgym.core.messages import Action, Message, Observation
+
+#: An action is stored whole in the episode record up to this many characters (its JSON
+#: text, for a structured action): the longest reply a well-behaved policy emits
+#: (``TextActionSpace.max_chars``). A longer one is stored as its first
+#: ``STORED_ACTION_PREFIX`` characters with its length and sha256 (``StepRecord.action_stored``):
+#: a 50 MB reply must not make a 100 MB card, and every env grades such a reply by its
+#: length alone (``too_long``).
+STORED_ACTION_CHARS = 1_000_000
+#: How much of an over-long action the record keeps: what the env's own history keeps.
+STORED_ACTION_PREFIX = 20_000
 
 #: Why an episode was not scored normally. Closed: views and tests rely on the list.
 DropClass = Literal[
@@ -84,6 +99,46 @@ class StepRecord:
     observation: ObservationDelta  # the observation after this step
     agent_seconds: float  # this episode's share of the batched agent call
     env_seconds: float
+    #: None when ``action`` is exactly what the agent sent; else how it was stored
+    #: (``stored_action``): its full length and sha256, and why the record differs.
+    action_stored: dict[str, Any] | None = None
+
+
+def stored_action(action: Action) -> tuple[Action, dict[str, Any] | None]:
+    """``action`` as the episode record keeps it, and a note when that is not the whole
+    action: one over ``STORED_ACTION_CHARS`` (its JSON text, for a structured action)
+    keeps its first ``STORED_ACTION_PREFIX`` characters, with ``{"kind", "chars",
+    "sha256", "prefix_chars"}`` of the whole, so a record's size is bounded."""
+    if isinstance(action, str):
+        text, kind = action, "text"
+    else:
+        text, kind = _json_text(action), "structured"
+    if len(text) <= STORED_ACTION_CHARS:
+        return action, None
+    whole = text.encode("utf-8", errors="surrogatepass")
+    return text[:STORED_ACTION_PREFIX], {
+        "kind": kind,
+        "chars": len(text),
+        "sha256": hashlib.sha256(whole).hexdigest(),
+        "prefix_chars": STORED_ACTION_PREFIX,
+    }
+
+
+def _json_text(action: Any) -> str:
+    """A structured action's JSON text ("" when it has none: a cycle, absurd nesting)."""
+    try:
+        return orjson.dumps(action, option=orjson.OPT_SORT_KEYS).decode("utf-8")
+    except TypeError:  # lone surrogates, 64-bit overflow, deep nesting: the slow encoder
+        try:
+            return json.dumps(action, ensure_ascii=False, sort_keys=True, default=repr)
+        except (TypeError, ValueError, RecursionError):
+            return ""
+
+
+def action_is_whole(step: Mapping[str, Any]) -> bool:
+    """Whether a recorded step holds the action the agent sent, so replay can play it."""
+    stored = step.get("action_stored")
+    return stored is None or "chars" not in stored
 
 
 #: ``info`` keys that ``FrozenEnv`` keeps constant through an episode: the episode
@@ -163,3 +218,63 @@ class DropRecord:
     steps: list[StepRecord] = field(default_factory=list)
     started_at: float = 0.0
     wall_seconds: float = 0.0
+
+
+# -- reading records back --------------------------------------------------------------------
+_STEP_KEYS = frozenset(
+    {"turn", "agent_seed", "action", "agent", "tool_calls", "tool_results", "grade", "reward", "terminated"}
+    | {"truncated", "info", "observation", "agent_seconds", "env_seconds"}
+)
+_GRADE_KEYS = frozenset(("score", "components", "weights", "required", "grader", "grader_version", "label"))
+_COMMON_KEYS = frozenset(("plan_id", "env_id", "task_id", "sample", "difficulty", "tags", "seed", "steps"))
+_EPISODE_KEYS = _COMMON_KEYS | {"episode_id", "split", "observation", "reward", "grade", "attempts", "wall_seconds"}
+_DROP_KEYS = _COMMON_KEYS | {"drop_class", "counted_as", "stage", "error", "attempts", "observation"}
+
+
+def record_problem(data: Any, kind: Literal["episode", "drop"]) -> str | None:
+    """What makes ``data`` (one JSON line read back from a card) not an episode or drop
+    record as the runner writes it, in words; None when it is one. Checks the fields the
+    card's readers (views, resume, replay) rely on, so a hand-edited or foreign line is
+    named on reading instead of surfacing later as a ``KeyError``."""
+    name = "an episode record" if kind == "episode" else "a drop record"
+    if not isinstance(data, dict):
+        return f"not {name} but a JSON {_json_type(data)}"
+    missing = (_EPISODE_KEYS if kind == "episode" else _DROP_KEYS) - data.keys()
+    if missing:
+        return f"not {name}: no {', '.join(repr(k) for k in sorted(missing)[:4])}"
+    for key in ("plan_id", "env_id", "task_id"):
+        if not isinstance(data[key], str):
+            return f"{key!r} is a JSON {_json_type(data[key])}, not a string"
+    if kind == "drop" and data["drop_class"] not in DROP_CLASSES:
+        return f"unknown drop class {data['drop_class']!r}"
+    if kind == "episode" and (problem := _grade_problem(data["grade"], "grade")):
+        return problem
+    if not isinstance(data["steps"], list):
+        return f"'steps' is a JSON {_json_type(data['steps'])}, not an array"
+    for number, step in enumerate(data["steps"]):
+        if not isinstance(step, dict):
+            return f"step {number} is a JSON {_json_type(step)}, not an object"
+        if missing := _STEP_KEYS - step.keys():
+            return f"step {number} has no {', '.join(repr(k) for k in sorted(missing)[:4])}"
+        if not isinstance(step["turn"], int) or not isinstance(step["info"], dict):
+            return f"step {number}: 'turn' must be an integer and 'info' an object"
+        if problem := _grade_problem(step["grade"], f"step {number} grade"):
+            return problem
+    return None
+
+
+def _grade_problem(grade: Any, where: str) -> str | None:
+    if grade is None:
+        return None
+    if not isinstance(grade, dict):
+        return f"{where} is a JSON {_json_type(grade)}, not an object"
+    if missing := _GRADE_KEYS - grade.keys():
+        return f"{where} has no {', '.join(repr(k) for k in sorted(missing)[:4])}"
+    if not isinstance(grade["components"], dict) or not isinstance(grade["required"], list):
+        return f"{where}: 'components' must be an object and 'required' an array"
+    return None
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
+    return names.get(type(value), "number")

@@ -1,0 +1,335 @@
+"""Rollout cards under the faults an outside campaign found (issue 14): content no card
+could hold, edited or deleted files under ``--resume``, a kill while the card is being
+created, a full disk, garbage lines, and a 50 MB reply. Each test failed before its fix."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from frostgym.agents import AgentReply, AgentRequest, OracleAgent
+from frostgym.cards.card import CardWriter, load_card
+from frostgym.cards.plan import make_plan
+from frostgym.cards.replay import regrade_card, replay_card
+from frostgym.cards.run import card_config, run_to_card
+from frostgym.cards.store import CardCorruptError
+from frostgym.core.episode import STORED_ACTION_PREFIX
+from frostgym.runner import RunOptions
+from tests.card_run_script import OPTIONS, SlowOracle, config
+
+ROOT = Path(__file__).resolve().parents[1]
+MATH = "frostgym/Arithmetic-v0"
+
+
+class FixedReply:
+    """An agent that sends one fixed reply (and trace) to every request: how a hostile or
+    degenerate policy looks to the runner."""
+
+    name = "fixed"
+
+    def __init__(self, action: Any, extra: dict[str, Any] | None = None, every: int = 1) -> None:
+        self.action = action
+        self.extra = extra or {}
+        self.every = every  # only every n-th request gets the fixed reply; the others the oracle's
+
+    def act(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
+        oracle = OracleAgent().act(requests)
+        return [
+            AgentReply(action=self.action, extra=dict(self.extra)) if int(r.episode_id, 16) % self.every == 0 else o
+            for r, o in zip(requests, oracle, strict=True)
+        ]
+
+    def describe(self) -> dict[str, Any]:
+        return {"spec": "fixed"}
+
+
+def _run(
+    out: Path, agent: Any, env_ids: Sequence[str] = (MATH,), episodes: int = 6, split: str = "dev", **kw: Any
+) -> dict[str, Any]:
+    options = RunOptions(split=split, batch_size=4)  # type: ignore[arg-type]
+    cfg = card_config(
+        env_ids=list(env_ids), agent_spec="test", sampling={}, episodes=episodes, samples=1, seed=3, options=options
+    )
+    return run_to_card(out, agent, cfg, options, **kw)
+
+
+def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", "from frostgym.cli import main; main()", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+# -- 1. one episode's content never kills the run ---------------------------------------------
+
+
+def test_a_lone_surrogate_in_an_action_is_written_not_fatal(tmp_path: Path) -> None:
+    card = _run(tmp_path / "c", FixedReply("<answer>\ud800 18</answer>", every=2))
+    assert card["status"] == "complete" and card["accounting"]["completed"] == 6
+    _, episodes, _ = load_card(tmp_path / "c")
+    actions = [s["action"] for e in episodes for s in e["steps"]]
+    assert "<answer>\ufffd 18</answer>" in actions  # stored as the env read it
+
+
+def test_python_syntax_surrogate_escape_on_a_tool_env_is_scored_and_resumable(tmp_path: Path) -> None:
+    # ASCII text whose parsed call holds a lone surrogate: the campaign's one-line reply.
+    card = _run(tmp_path / "c", FixedReply("[f(a='\\ud800')]"), env_ids=["frostgym/Tools-v0"], episodes=3, split="test")
+    assert card["status"] == "complete" and card["accounting"]["completed"] == 3
+    _, episodes, _ = load_card(tmp_path / "c")
+    assert all(e["grade"]["score"] == 0.0 for e in episodes)
+    assert replay_card(tmp_path / "c").ok
+
+
+def test_content_no_json_can_hold_becomes_a_drop_with_its_reason(tmp_path: Path) -> None:
+    cycle: dict[str, Any] = {}
+    cycle["self"] = cycle  # an agent trace nobody can serialize
+    card = _run(tmp_path / "c", FixedReply("<answer>1</answer>", extra={"logits": cycle}, every=2))
+    assert card["status"] == "complete" and card["accounting"]["balanced"]
+    _, episodes, drops = load_card(tmp_path / "c")
+    assert drops and len(episodes) + len(drops) == 6
+    assert {d["drop_class"] for d in drops} == {"infra_error"}
+    assert all("could not be written" in d["error"] for d in drops)
+
+
+# -- 4. resume verifies what is on disk ---------------------------------------------------------
+
+
+def _edit_line(path: Path, number: int, old: bytes, new: bytes) -> None:
+    lines = path.read_bytes().splitlines(keepends=True)
+    assert old in lines[number - 1]
+    lines[number - 1] = lines[number - 1].replace(old, new, 1)
+    path.write_bytes(b"".join(lines))
+
+
+def _resume(out: Path) -> dict[str, Any]:
+    options = RunOptions(batch_size=4)
+    cfg = card_config(env_ids=[MATH], agent_spec="test", sampling={}, episodes=6, samples=1, seed=3, options=options)
+    return run_to_card(out, OracleAgent(), cfg, options, resume=True)
+
+
+def test_resume_refuses_an_edited_complete_card_naming_the_line(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    _run(out, FixedReply("<answer>-1</answer>", every=2))
+    before = (out / "card.json").read_bytes()
+    _edit_line(out / "episodes.jsonl", 2, b'"reward":', b'"reward":1.0,"x":')
+    with pytest.raises(CardCorruptError, match=r"episodes\.jsonl line 2 differs"):
+        _resume(out)
+    assert (out / "card.json").read_bytes() == before  # nothing re-blessed
+
+
+def test_resume_refuses_removed_lines_and_a_deleted_file(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    _run(out, OracleAgent())
+    lines = (out / "episodes.jsonl").read_bytes().splitlines(keepends=True)
+    (out / "episodes.jsonl").write_bytes(b"".join(lines[:-2]))
+    with pytest.raises(CardCorruptError, match=r"has 4 lines; the card recorded 6"):
+        _resume(out)
+    (out / "episodes.jsonl").write_bytes(b"".join(lines))
+    assert _resume(out)["status"] == "complete"  # restored: a no-op resume
+    (out / "episodes.jsonl").unlink()
+    with pytest.raises(CardCorruptError, match=r"episodes\.jsonl is missing; the card recorded 6 lines"):
+        _resume(out)
+
+
+def test_resume_mends_only_a_torn_last_line(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    _run(out, OracleAgent())
+    with (out / "drops.jsonl").open("ab") as f:
+        f.write(b'{"plan_id": "frostgym/Ari')
+    card = _resume(out)
+    assert card["status"] == "complete" and card["accounting"]["completed"] == 6
+    load_card(out)  # checksums hold again
+
+
+def test_a_resumed_session_killed_mid_run_is_checked_against_its_checkpoint(tmp_path: Path) -> None:
+    """Session 1 is interrupted (closed), session 2 resumes and is killed: the lines of
+    session 1 are still covered by a checksum, so an edit to them is refused."""
+    out = tmp_path / "c"
+
+    class StopAfter(SlowOracle):
+        calls = 0
+
+        def act(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
+            self.calls += 1
+            if self.calls == 4:
+                raise KeyboardInterrupt
+            return super().act(requests)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_to_card(out, StopAfter(), config(), OPTIONS)
+    first = json.loads((out / "card.json").read_text())
+    assert first["status"] == "interrupted"
+    closed_lines = first["files"]["episodes.jsonl"]["lines"]
+    child = subprocess.Popen([sys.executable, "-m", "tests.card_run_script", str(out), "--resume"], cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and (out / "episodes.jsonl").read_bytes().count(b"\n") < closed_lines + 8:
+        time.sleep(0.01)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    card = json.loads((out / "card.json").read_text())
+    assert card["status"] == "running" and card["checkpoint"]["episodes.jsonl"]["lines"] == closed_lines
+    _edit_line(out / "episodes.jsonl", 1, b'"reward":', b'"reward":0.5,"x":')
+    with pytest.raises(CardCorruptError, match=r"episodes\.jsonl line 1 differs"):
+        run_to_card(out, SlowOracle(), config(), OPTIONS, resume=True)
+
+
+# -- 5. creating a card is atomic ---------------------------------------------------------------
+
+
+def test_a_failed_creation_leaves_no_card_directory(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    cycle: list[Any] = []
+    cycle.append(cycle)
+    options = RunOptions()
+    cfg = card_config(env_ids=[MATH], agent_spec="t", sampling={}, episodes=2, samples=1, seed=0, options=options)
+    plan = make_plan([MATH], split="dev", episodes=2, samples=1, seed=0, env_kwargs={})
+    with pytest.raises(TypeError):  # the manifest cannot be written: as if killed mid-creation
+        CardWriter.create(out, config=cfg, plan=plan, provenance={"broken": cycle})
+    assert not out.exists()
+    assert not list(tmp_path.iterdir())  # no staging directory left either
+    assert _run(out, OracleAgent())["status"] == "complete"
+
+
+def test_kill_9_during_creation_leaves_nothing_or_a_whole_card(tmp_path: Path) -> None:
+    """A plan of 20 000 episodes (200 tasks x 100 samples) makes creation take a while; kill just after its first
+    directory appears, at several delays. Every outcome is usable: no card directory (a
+    plain run starts it) or a card with its whole plan (--resume finishes it)."""
+    script = (
+        "import sys; from pathlib import Path; from frostgym.agents import OracleAgent;"
+        "from frostgym.cards.run import card_config, run_to_card; from frostgym.runner import RunOptions;"
+        "o = RunOptions(batch_size=64);"
+        "c = card_config(env_ids=['frostgym/Arithmetic-v0'], agent_spec='oracle', sampling={}, episodes=200,"
+        " samples=100, seed=0, options=o);"
+        "run_to_card(Path(sys.argv[1]), OracleAgent(), c, o)"
+    )
+    outcomes = []
+    for attempt, delay in enumerate((0.0, 0.002, 0.005, 0.01, 0.02, 0.04, 0.08)):
+        out = tmp_path / f"c{attempt}"
+        child = subprocess.Popen([sys.executable, "-c", script, str(out)], cwd=ROOT)
+        deadline = time.monotonic() + 120
+        while not (out.exists() or list(tmp_path.glob(f".c{attempt}.creating-*"))):
+            assert child.poll() is None and time.monotonic() < deadline, "the run ended before creating its card"
+            time.sleep(0.0005)
+        time.sleep(delay)
+        child.send_signal(signal.SIGKILL)
+        child.wait()
+        if out.exists():
+            card = json.loads((out / "card.json").read_text())  # whole, with its plan
+            assert len(card["plan"]["episodes"]) == 20000
+            outcomes.append("card")
+        else:
+            outcomes.append("nothing")
+    assert len(outcomes) == 7
+    leftovers = list(tmp_path.glob(".c0.creating-*"))
+    shutil.rmtree(tmp_path / "c0", ignore_errors=True)
+    _run(tmp_path / "c0", OracleAgent())  # a run there cleans up what a killed creation left beside it
+    assert not [p for p in leftovers if p.exists()]
+
+
+# -- 10. errors a user can act on, in one line ----------------------------------------------------
+
+
+def _no_traceback(result: subprocess.CompletedProcess[str]) -> str:
+    output = result.stdout + result.stderr
+    assert "Traceback" not in output and "KeyError" not in output and "TypeError" not in output, output
+    return output
+
+
+@pytest.mark.parametrize("line", [b'{"a": 1}\n', b"[1, 2, 3]\n", b'{"plan_id": 7}\n'])
+def test_a_garbage_line_is_named_by_replay_resume_and_summary(tmp_path: Path, line: bytes) -> None:
+    out = tmp_path / "c"
+    _run(out, OracleAgent())
+    with (out / "episodes.jsonl").open("ab") as f:
+        f.write(line)
+    for args in (["replay", str(out)], ["summary", str(out)]):
+        result = _cli(*args)
+        assert result.returncode == 2
+        assert "episodes.jsonl line 7" in _no_traceback(result)
+    with pytest.raises(CardCorruptError, match=r"episodes\.jsonl line 7: not an episode record"):
+        _resume(out)
+
+
+def test_summary_of_a_killed_card_prints_its_figures(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    child = subprocess.Popen([sys.executable, "-m", "tests.card_run_script", str(out)], cwd=ROOT)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if (out / "episodes.jsonl").exists() and (out / "episodes.jsonl").read_bytes().count(b"\n") >= 5:
+            break
+        time.sleep(0.01)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    result = _cli("summary", str(out))
+    output = _no_traceback(result)
+    assert result.returncode == 0, output
+    assert "its run was killed" in output and "--resume" in output and "pending" in output
+
+
+def test_a_full_disk_is_named_and_the_card_resumes(tmp_path: Path) -> None:
+    """A real full disk: a 512 KiB tmpfs in a private mount namespace, grown once the run
+    has failed; the same command plus --resume then finishes the card."""
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("needs root and util-linux unshare to mount a small tmpfs")
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot make a mount namespace here: {probe.stderr.decode().strip()}")
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    frostgym = [sys.executable, "-c", "from frostgym.cli import main; main()"]
+    args = ["eval", "--env", MATH, "--agent", "oracle", "--episodes", "100", "--samples", "4", "--seed", "0"]
+    script = (
+        f"mount -t tmpfs -o size=512k tmpfs {mount} && "
+        f'{" ".join(frostgym[:2])} "$0" {" ".join(args)} --out {mount}/card; echo rc=$?; '
+        f"mount -o remount,size=64m {mount} && "
+        f'{" ".join(frostgym[:2])} "$0" {" ".join(args)} --out {mount}/card --resume; '
+        f"echo rc=$?"
+    )
+    result = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script, frostgym[2]],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    output = _no_traceback(result)
+    assert "No space left on device" in output, output
+    assert "interrupted write" not in output and "cut short" not in output
+    assert output.count("rc=") == 2 and "rc=2" in output and output.rstrip().endswith("rc=0"), output
+
+
+# -- 11. a huge reply is stored as a bounded prefix ------------------------------------------------
+
+
+def test_a_huge_reply_is_stored_as_prefix_length_and_hash(tmp_path: Path) -> None:
+    huge = "<answer>" + "7" * 5_000_000 + "</answer>"
+    out = tmp_path / "c"
+    card = _run(out, FixedReply(huge, every=2))
+    assert card["status"] == "complete"
+    assert (out / "episodes.jsonl").stat().st_size < 1_000_000
+    _, episodes, _ = load_card(out)
+    long_steps = [s for e in episodes for s in e["steps"] if s["action_stored"] is not None]
+    assert long_steps and all(s["grade"]["label"] == "too_long" for s in long_steps)
+    for step in long_steps:
+        assert step["action"] == huge[:STORED_ACTION_PREFIX]
+        assert step["action_stored"]["chars"] == len(huge)
+        assert step["action_stored"]["sha256"] == hashlib.sha256(huge.encode()).hexdigest()
+    report = replay_card(out)
+    assert report.ok and sum(e.not_replayable is not None for e in report.episodes) == len(long_steps)
+    regraded = regrade_card(out, tmp_path / "regraded")
+    assert regraded["compared"] == 6 - len(long_steps)
