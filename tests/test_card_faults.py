@@ -333,3 +333,31 @@ def test_a_huge_reply_is_stored_as_prefix_length_and_hash(tmp_path: Path) -> Non
     assert report.ok and sum(e.not_replayable is not None for e in report.episodes) == len(long_steps)
     regraded = regrade_card(out, tmp_path / "regraded")
     assert regraded["compared"] == 6 - len(long_steps)
+
+
+def test_record_problem_names_every_broken_shape(tmp_path: Path) -> None:
+    """The fast path and the full walk agree: a real record passes, each breakage is named."""
+    from frostgym.core.episode import record_problem
+
+    _run(tmp_path / "c", OracleAgent(), episodes=1)
+    _, episodes, _ = load_card(tmp_path / "c")
+    good = episodes[0]
+    assert record_problem(good, "episode") is None
+    broken: list[tuple[Any, str]] = [
+        ([1, 2], "JSON array"),
+        ({k: v for k, v in good.items() if k != "plan_id"}, "no 'plan_id'"),
+        ({**good, "task_id": 7}, "'task_id' is a JSON number"),
+        ({**good, "steps": {}}, "'steps' is a JSON object"),
+        ({**good, "steps": [1]}, "step 0 is a JSON number"),
+        ({**good, "steps": [{k: v for k, v in good["steps"][0].items() if k != "action"}]}, "step 0 has no 'action'"),
+        ({**good, "steps": [{**good["steps"][0], "info": []}]}, "'info' an object"),
+        ({**good, "steps": [{**good["steps"][0], "grade": "1"}]}, "step 0 grade is a JSON string"),
+        ({**good, "grade": {**good["grade"], "components": []}}, "'components' must be an object"),
+        ({**good, "grade": {"score": 1}}, "grade has no"),
+    ]
+    for data, expected in broken:
+        problem = record_problem(data, "episode")
+        assert problem is not None and expected in problem, (expected, problem)
+    assert "unknown drop class" in (
+        record_problem({**good, "drop_class": "x", "counted_as": "failure", "stage": "step", "error": ""}, "drop") or ""
+    )

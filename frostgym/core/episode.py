@@ -236,6 +236,8 @@ def record_problem(data: Any, kind: Literal["episode", "drop"]) -> str | None:
     record as the runner writes it, in words; None when it is one. Checks the fields the
     card's readers (views, resume, replay) rely on, so a hand-edited or foreign line is
     named on reading instead of surfacing later as a ``KeyError``."""
+    if _plainly_a_record(data, kind):
+        return None
     name = "an episode record" if kind == "episode" else "a drop record"
     if not isinstance(data, dict):
         return f"not {name} but a JSON {_json_type(data)}"
@@ -261,6 +263,34 @@ def record_problem(data: Any, kind: Literal["episode", "drop"]) -> str | None:
         if problem := _grade_problem(step["grade"], f"step {number} grade"):
             return problem
     return None
+
+
+def _plainly_a_record(data: Any, kind: Literal["episode", "drop"]) -> bool:
+    """The common case in a few C-level checks (a card's whole read-back pays for this
+    once per line); anything unusual gets the full walk, which names the problem."""
+    if type(data) is not dict or not data.keys() >= (_EPISODE_KEYS if kind == "episode" else _DROP_KEYS):
+        return False
+    steps, grade = data["steps"], data.get("grade")
+    return (
+        type(data["plan_id"]) is str
+        and type(data["env_id"]) is str
+        and type(data["task_id"]) is str
+        and type(steps) is list
+        and (kind == "drop" or grade is None or (type(grade) is dict and grade.keys() >= _GRADE_KEYS))
+        and (kind == "episode" or data["drop_class"] in DROP_CLASSES)
+        and all(type(step) is dict and step.keys() >= _STEP_KEYS and type(step["turn"]) is int for step in steps)
+        and all(type(step["info"]) is dict and _plain_grade(step["grade"]) for step in steps)
+        and (grade is None or (type(grade["components"]) is dict and type(grade["required"]) is list))
+    )
+
+
+def _plain_grade(grade: Any) -> bool:
+    return grade is None or (
+        type(grade) is dict
+        and grade.keys() >= _GRADE_KEYS
+        and type(grade["components"]) is dict
+        and type(grade["required"]) is list
+    )
 
 
 def _grade_problem(grade: Any, where: str) -> str | None:
