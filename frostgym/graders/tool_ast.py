@@ -287,51 +287,142 @@ def js_value(text: str, kind: str, item: str | None = None) -> Any:
 
 
 # -- one argument ---------------------------------------------------------------------------------
+#
+# The checks below build no reason on their way: a failure is a ``_Miss`` (a label, and a
+# template and its values for the sentence), and only the one a verdict reports is written out.
+# A parallel reply that greedy matching cannot place is checked against every gold call,
+# and most of those checks fail.
 
 
-def _item_ok(value: Any, item: type, option: Sequence[Any]) -> bool:
-    if type(value) is item or (item is float and type(value) is int):
-        return True
-    hint = _gold_type(option)
-    return hint is not None and type(value) is hint
+class _Miss:
+    """A ``Mismatch`` whose reason is written only when asked for."""
+
+    __slots__ = ("args", "label", "template")
+
+    def __init__(self, label: str, template: str, *args: Any) -> None:
+        self.label = label
+        self.template = template
+        self.args = args
+
+    def explain(self) -> str:
+        """The reason: ``template`` filled in with ``args``."""
+        return self.template.format(*self.args)
+
+    __str__ = explain
+
+    def mismatch(self) -> Mismatch:
+        return Mismatch(self.label, self.explain())
+
+
+def _mismatch(miss: _Miss | None) -> Mismatch | None:
+    return None if miss is None else miss.mismatch()
+
+
+class _Spec:
+    """What a parameter's schema says, read once per function doc and parameter."""
+
+    __slots__ = ("declared", "exact", "expected", "item", "item_declared")
+
+    def __init__(self, schema: Mapping[str, Any], language: str) -> None:
+        table = _TYPES.get(language, _PYTHON_TYPES)
+        self.declared = str(schema.get("type", "any"))
+        self.expected = table.get(self.declared)
+        #: An exact allowed scalar of this type needs no other check.
+        self.exact = language == "python" and self.expected in _SCALARS
+        nested = self.declared in _NESTED.get(language, ())
+        self.item_declared = str(schema.get("items", {}).get("type", "")) if nested else ""
+        # Items declared "any" take any value (BFCL would demand strings, failing its own gold).
+        self.item = table.get(self.item_declared) if nested and self.item_declared != "any" else None
+
+
+_UNSET: Any = object()
+
+
+class _Allowed:
+    """One gold argument's allowed values and what is derived from them, each derived
+    value computed on first use (at the point the checks first need it) and kept."""
+
+    __slots__ = ("_hint", "_lists", "_strings", "values")
+
+    def __init__(self, values: Sequence[Any]) -> None:
+        self.values = values
+        self._hint: Any = _UNSET
+        self._strings: frozenset[str] | None = None
+        self._lists: tuple[list[Any] | None, ...] | None = None
+
+    @property
+    def hint(self) -> type | None:
+        """The gold's own type (``_gold_type``)."""
+        if self._hint is _UNSET:
+            self._hint = _gold_type(self.values)
+        return cast("type | None", self._hint)
+
+    @property
+    def strings(self) -> frozenset[str]:
+        """The allowed strings, standardized."""
+        if self._strings is None:
+            self._strings = frozenset(standardize(a) for a in self.values if isinstance(a, str))
+        return self._strings
+
+    @property
+    def lists(self) -> tuple[list[Any] | None, ...]:
+        """Each allowed list with its strings standardized (``""``: the empty list; not a list: ``None``)."""
+        if self._lists is None:
+            options = ([] if option == "" else option for option in self.values)
+            self._lists = tuple([_norm(v) for v in o] if isinstance(o, list) else None for o in options)
+        return self._lists
+
+
+def _items_ok(items: Sequence[Any], item: type, option: Sequence[Any]) -> bool:
+    """Every item of ``items`` is of the declared item type (an ``int`` for a ``float``)
+    or of the allowed list's own type."""
+    hint: Any = _UNSET
+    for value in items:
+        if type(value) is item or (item is float and type(value) is int):
+            continue
+        if hint is _UNSET:
+            hint = _gold_type(option)
+        if hint is None or type(value) is not hint:
+            return False
+    return True
 
 
 def _type_mismatch(
-    param: str, value: Any, allowed: Sequence[Any], expected: type, item: type | None
-) -> tuple[Mismatch | None, bool]:
+    param: str, value: Any, allowed: _Allowed, expected: type, item: type | None
+) -> tuple[_Miss | None, bool]:
     """``(mismatch, is_variable)`` for ``value`` against the declared type."""
-    hint = _gold_type(allowed)
+    hint = allowed.hint
     if type(value) is expected:
         variable = hint is not None and hint is not expected
-        if item is None or not value or not allowed:
+        if item is None or not value or not allowed.values:
             return None, variable
         items = cast("list[Any]", value)
-        for option in allowed:
-            if not isinstance(option, list) or all(_item_ok(v, item, option) for v in items):
+        for option in allowed.values:
+            if not isinstance(option, list) or _items_ok(items, item, option):
                 return None, variable
-        return Mismatch("wrong_type", f"{param!r}: the items of {value!r} are not all {_type_name(item)}"), variable
+        return _Miss("wrong_type", "{!r}: the items of {!r} are not all {}", param, value, _type_name(item)), variable
     if hint is not None and type(value) is hint:
         return None, True
     got = type(value).__name__
-    return Mismatch("wrong_type", f"{param!r} must be {_type_name(expected)}, got {got} {value!r}"), False
+    return _Miss("wrong_type", "{!r} must be {}, got {} {!r}", param, _type_name(expected), got, value), False
 
 
-def _dict_against(param: str, value: Mapping[str, Any], option: Mapping[str, Any]) -> Mismatch | None:
+def _dict_against(param: str, value: Mapping[str, Any], option: Mapping[str, Any]) -> _Miss | None:
     for key, item in value.items():
         if key not in option:
-            return Mismatch("unexpected_param", f"{param!r} has an unexpected key {key!r}")
+            return _Miss("unexpected_param", "{!r} has an unexpected key {!r}", param, key)
         # A gold dict value should be a list of allowed values; a few are the bare value.
         choices = option[key] if isinstance(option[key], list) else [option[key]]
         if _norm(item) not in [_norm(a) for a in choices]:
-            return Mismatch("wrong_value", f"{param!r}[{key!r}] = {item!r} is not one of {option[key]!r}")
+            return _Miss("wrong_value", "{!r}[{!r}] = {!r} is not one of {!r}", param, key, item, option[key])
     for key, allowed in option.items():
         if key not in value and (not isinstance(allowed, list) or "" not in allowed):
-            return Mismatch("missing_param", f"{param!r} is missing the key {key!r}")
+            return _Miss("missing_param", "{!r} is missing the key {!r}", param, key)
     return None
 
 
-def _dict_mismatch(param: str, value: Mapping[str, Any], allowed: Sequence[Any]) -> Mismatch | None:
-    last = Mismatch("wrong_value", f"{param!r} = {value!r} matches no allowed dict")
+def _dict_mismatch(param: str, value: Mapping[str, Any], allowed: Sequence[Any]) -> _Miss | None:
+    last = _Miss("wrong_value", "{!r} = {!r} matches no allowed dict", param, value)
     for option in allowed:
         if isinstance(option, Mapping):
             problem = _dict_against(param, value, option)
@@ -341,8 +432,8 @@ def _dict_mismatch(param: str, value: Mapping[str, Any], allowed: Sequence[Any])
     return last
 
 
-def _dict_list_mismatch(param: str, value: Sequence[Any], allowed: Sequence[Any]) -> Mismatch | None:
-    last = Mismatch("wrong_value", f"{param!r} has {len(value)} dicts, which no allowed list has")
+def _dict_list_mismatch(param: str, value: Sequence[Any], allowed: Sequence[Any]) -> _Miss | None:
+    last = _Miss("wrong_value", "{!r} has {} dicts, which no allowed list has", param, len(value))
     for option in allowed:
         items = [] if option == "" else option
         if not isinstance(items, list) or len(items) != len(value):
@@ -350,7 +441,7 @@ def _dict_list_mismatch(param: str, value: Sequence[Any], allowed: Sequence[Any]
         problem = None
         for element, gold in zip(value, items, strict=True):
             if not isinstance(element, Mapping) or not isinstance(gold, Mapping):
-                problem = Mismatch("wrong_value", f"{param!r}: {element!r} is not a dict like {gold!r}")
+                problem = _Miss("wrong_value", "{!r}: {!r} is not a dict like {!r}", param, element, gold)
             else:
                 problem = _dict_against(param, element, gold)
             if problem is not None:
@@ -361,57 +452,61 @@ def _dict_list_mismatch(param: str, value: Sequence[Any], allowed: Sequence[Any]
     return last
 
 
-def _list_mismatch(param: str, value: Sequence[Any], allowed: Sequence[Any]) -> Mismatch | None:
+def _not_allowed(param: str, value: Any, allowed: Sequence[Any]) -> _Miss:
+    shown = allowed if type(allowed) is list else list(allowed)
+    return _Miss("wrong_value", "{!r} = {!r} is not one of {!r}", param, value, shown)
+
+
+def _list_mismatch(param: str, value: Sequence[Any], allowed: _Allowed) -> _Miss | None:
     normal = [_norm(v) for v in value]
-    if not allowed and not normal:
+    if not allowed.values and not normal:
         return None  # BFCL's data writes no allowed value where it means the empty array
-    for option in allowed:
-        items = [] if option == "" else option
-        if isinstance(items, list) and normal == [_norm(v) for v in items]:
+    if normal in allowed.lists:
+        return None
+    return _not_allowed(param, value, allowed.values)
+
+
+def _check_argument(param: str, value: Any, spec: _Spec, allowed: _Allowed, language: str) -> _Miss | None:
+    expected = spec.expected
+    if spec.exact and type(value) is expected and value in allowed.values:
+        return None  # the common case, an exact allowed scalar: nothing else to check
+    item_declared = spec.item_declared
+    if language == "java" and isinstance(value, str) and expected is not None:
+        value = java_value(value, spec.declared, item_declared or None)
+    elif language == "javascript" and isinstance(value, str) and expected is not None:
+        value = js_value(value, spec.declared, item_declared or None)
+    if isinstance(value, tuple):
+        value = list(value)
+    if expected is float and type(value) is int:
+        value = float(value)
+    values = allowed.values
+    if expected is None:  # a type no table knows: only the value can be checked
+        if value in values:
             return None
-    return Mismatch("wrong_value", f"{param!r} = {value!r} is not one of {list(allowed)!r}")
+        return _Miss("wrong_value", "{!r} = {!r} is not allowed", param, value)
+    item = spec.item
+    problem, variable = _type_mismatch(param, value, allowed, expected, item)
+    if problem is not None:
+        return problem
+    if not variable:
+        if expected is dict:
+            return _dict_mismatch(param, value, values)
+        if expected is list and item is dict:
+            return _dict_list_mismatch(param, value, values)
+        if expected is str:
+            return None if standardize(value) in allowed.strings else _not_allowed(param, value, values)
+        if expected is list:
+            return _list_mismatch(param, value, allowed)
+    if value in values:
+        return None
+    return _not_allowed(param, value, values)
 
 
 def check_argument(
     param: str, value: Any, schema: Mapping[str, Any], allowed: Sequence[Any], language: str
 ) -> Mismatch | None:
     """One argument's type and value against its schema and its allowed values."""
-    table = _TYPES.get(language, _PYTHON_TYPES)
-    declared = str(schema.get("type", "any"))
-    expected = table.get(declared)
-    if language == "python" and expected in _SCALARS and type(value) is expected and value in allowed:
-        return None  # the common case, an exact allowed scalar: nothing else to check
-    nested = declared in _NESTED.get(language, ())
-    item_declared = str(schema.get("items", {}).get("type", "")) if nested else ""
-    # Items declared "any" take any value (BFCL would demand strings, failing its own gold).
-    item = table.get(item_declared) if nested and item_declared != "any" else None
-    if language == "java" and isinstance(value, str) and expected is not None:
-        value = java_value(value, declared, item_declared or None)
-    elif language == "javascript" and isinstance(value, str) and expected is not None:
-        value = js_value(value, declared, item_declared or None)
-    if isinstance(value, tuple):
-        value = list(value)
-    if expected is float and type(value) is int:
-        value = float(value)
-    if expected is None:  # a type no table knows: only the value can be checked
-        return None if value in allowed else Mismatch("wrong_value", f"{param!r} = {value!r} is not allowed")
-    problem, variable = _type_mismatch(param, value, allowed, expected, item)
-    if problem is not None:
-        return problem
-    if not variable:
-        if expected is dict:
-            return _dict_mismatch(param, value, allowed)
-        if expected is list and item is dict:
-            return _dict_list_mismatch(param, value, allowed)
-        if expected is str:
-            target = standardize(value)
-            ok = any(isinstance(a, str) and standardize(a) == target for a in allowed)
-            return None if ok else Mismatch("wrong_value", f"{param!r} = {value!r} is not one of {list(allowed)!r}")
-        if expected is list:
-            return _list_mismatch(param, value, allowed)
-    if value in allowed:
-        return None
-    return Mismatch("wrong_value", f"{param!r} = {value!r} is not one of {list(allowed)!r}")
+    return _mismatch(_check_argument(param, value, _Spec(schema, language), _Allowed(allowed), language))
 
 
 # -- one call ----------------------------------------------------------------------------------------
@@ -424,6 +519,73 @@ def name_matches(called: str, expected: str, offered: Sequence[str]) -> bool:
     return "." in expected and called == expected.replace(".", "_") and called not in offered
 
 
+class _Doc:
+    """One function doc: its name at once; its parameters when a call to that name is first
+    checked; each parameter's ``_Spec`` when an argument for it is first checked."""
+
+    __slots__ = ("_params", "function", "name", "specs", "underscored")
+
+    def __init__(self, function: Mapping[str, Any]) -> None:
+        self.function = function
+        self.name = str(function.get("name", ""))
+        #: The dots-to-underscores form of a dotted name.
+        self.underscored = self.name.replace(".", "_") if "." in self.name else None
+        self.specs: dict[str, _Spec] = {}
+        self._params: tuple[Mapping[str, Any], Any] | None = None
+
+    def params(self) -> tuple[Mapping[str, Any], Any]:
+        """``(properties, required)``."""
+        if self._params is None:
+            parameters = self.function.get("parameters", {})
+            self._params = (parameters.get("properties", {}), parameters.get("required", []))
+        return self._params
+
+
+class _GoldCall:
+    """One gold call: the doc of the function it calls, its arguments' allowed values, and
+    their ``_Allowed`` made on first use."""
+
+    __slots__ = ("allowed", "doc", "expected", "name")
+
+    def __init__(self, name: str, doc: _Doc, expected: Mapping[str, Sequence[Any]]) -> None:
+        self.name = name
+        self.doc = doc
+        self.expected = expected
+        self.allowed: dict[str, _Allowed] = {}
+
+
+def _check_call(call: ToolCall, gold: _GoldCall, language: str, offered: Sequence[str]) -> _Miss | None:
+    doc = gold.doc
+    name = doc.name
+    called = call.name
+    if called != name and (doc.underscored is None or called != doc.underscored or called in offered):
+        return _Miss("wrong_function", "called {!r}, expected {!r}", called, name)
+    properties, required = doc.params()
+    arguments = call.arguments
+    for param in required:
+        if param not in arguments:
+            return _Miss("missing_param", "{}: the required argument {!r} is missing", name, param)
+    expected = gold.expected
+    specs = doc.specs
+    allowed = gold.allowed
+    for param, value in arguments.items():
+        if param not in properties or param not in expected:
+            return _Miss("unexpected_param", "{}: unexpected argument {!r}", name, param)
+        spec = specs.get(param)
+        if spec is None:
+            spec = specs[param] = _Spec(properties[param], language)
+        values = allowed.get(param)
+        if values is None:
+            values = allowed[param] = _Allowed(expected[param])
+        problem = _check_argument(param, value, spec, values, language)
+        if problem is not None:
+            return _Miss(problem.label, "{}: {}", name, problem)
+    for param, options in expected.items():
+        if param not in arguments and "" not in options:
+            return _Miss("missing_param", "{}: the argument {!r} is missing", name, param)
+    return None
+
+
 def check_call(
     call: ToolCall,
     function: Mapping[str, Any],
@@ -433,24 +595,7 @@ def check_call(
 ) -> Mismatch | None:
     """One call against one gold call (``expected``: parameter -> allowed values) and the
     doc of the function the gold calls."""
-    name = str(function.get("name", ""))
-    if not name_matches(call.name, name, offered):
-        return Mismatch("wrong_function", f"called {call.name!r}, expected {name!r}")
-    parameters = function.get("parameters", {})
-    properties: Mapping[str, Any] = parameters.get("properties", {})
-    for param in parameters.get("required", []):
-        if param not in call.arguments:
-            return Mismatch("missing_param", f"{name}: the required argument {param!r} is missing")
-    for param, value in call.arguments.items():
-        if param not in properties or param not in expected:
-            return Mismatch("unexpected_param", f"{name}: unexpected argument {param!r}")
-        problem = check_argument(param, value, properties[param], expected[param], language)
-        if problem is not None:
-            return Mismatch(problem.label, f"{name}: {problem.reason}")
-    for param, allowed in expected.items():
-        if param not in call.arguments and "" not in allowed:
-            return Mismatch("missing_param", f"{name}: the argument {param!r} is missing")
-    return None
+    return _mismatch(_check_call(call, _GoldCall("", _Doc(function), expected), language, offered))
 
 
 def _max_matching(ok: list[list[bool]]) -> list[int | None]:
@@ -474,6 +619,45 @@ def _max_matching(ok: list[list[bool]]) -> list[int | None]:
     return matched
 
 
+class _Task:
+    """What one task's function docs and gold calls give every reply: the offered names
+    and each gold call, with what the checks derive from them kept as they derive it."""
+
+    __slots__ = ("functions", "gold", "offered", "possible_answer")
+
+    def __init__(
+        self, functions: Sequence[Mapping[str, Any]], possible_answer: Sequence[Mapping[str, Mapping[str, Any]]]
+    ) -> None:
+        self.functions = functions
+        self.possible_answer = possible_answer
+        self.offered = [str(f.get("name", "")) for f in functions]
+        docs = {str(f.get("name", "")): _Doc(f) for f in functions}
+        gold = [next(iter(answer.items())) for answer in possible_answer]
+        self.gold = [_GoldCall(name, docs.get(name) or _Doc({"name": name}), params) for name, params in gold]
+
+
+#: The last tasks graded, by the identity of their function docs and gold calls (held here,
+#: so an identity is not reused while its entry lives) and the language. Task data is read,
+#: never changed, so what was derived from it stays true.
+_TASKS: dict[tuple[int, int, str], _Task] = {}
+_TASKS_KEPT = 8192
+
+
+def _task(
+    functions: Sequence[Mapping[str, Any]],
+    possible_answer: Sequence[Mapping[str, Mapping[str, Any]]],
+    language: str,
+) -> _Task:
+    key = (id(functions), id(possible_answer), language)
+    task = _TASKS.get(key)
+    if task is None or task.functions is not functions or task.possible_answer is not possible_answer:
+        task = _Task(functions, possible_answer)
+        if len(_TASKS) >= _TASKS_KEPT:
+            _TASKS.clear()
+        _TASKS[key] = task
+    return task
+
+
 def check_calls(
     calls: Sequence[ToolCall],
     functions: Sequence[Mapping[str, Any]],
@@ -494,45 +678,43 @@ def check_calls(
         return CheckResult(Mismatch("no_call", "the reply calls no function"), 0, expected)
     if len(calls) != expected:
         return CheckResult(Mismatch("wrong_count", f"{len(calls)} calls, expected {expected}"), 0, expected)
-    offered = [str(f.get("name", "")) for f in functions]
-    docs = {str(f.get("name", "")): f for f in functions}
-    gold = [next(iter(answer.items())) for answer in possible_answer]
+    task = _task(functions, possible_answer, language)
+    offered = task.offered
+    gold = task.gold
     if "parallel" not in category:  # simple and multiple: the one call against the one gold call
-        name, params = gold[0]
-        problem = check_call(calls[0], docs.get(name, {"name": name}), params, language, offered)
-        return CheckResult(problem, int(problem is None), 1)
+        miss = _check_call(calls[0], gold[0], language, offered)
+        return CheckResult(_mismatch(miss), int(miss is None), 1)
     # Greedy first (enough for nearly every reply); the full matrix and a maximum matching
-    # only when greedy leaves a gold call unmatched.
+    # only when greedy leaves a gold call unmatched. Each check is made once.
+    width = len(calls)
+    problems: list[list[_Miss | None]] = [[_UNSET] * width for _ in gold]
     taken: set[int] = set()
-    for name, params in gold:
-        doc = docs.get(name, {"name": name})
-        col = next(
-            (
-                c
-                for c in range(len(calls))
-                if c not in taken and check_call(calls[c], doc, params, language, offered) is None
-            ),
-            None,
-        )
-        if col is None:
+    for row, call_gold in enumerate(gold):
+        cells = problems[row]
+        for col in range(width):
+            if col not in taken:
+                cells[col] = _check_call(calls[col], call_gold, language, offered)
+                if cells[col] is None:
+                    taken.add(col)
+                    break
+        else:
             break
-        taken.add(col)
     else:
         return CheckResult(None, expected, expected)
-    problems = [
-        [check_call(call, docs.get(name, {"name": name}), params, language, offered) for call in calls]
-        for name, params in gold
-    ]
-    matching = _max_matching([[p is None for p in row] for row in problems])
+    for call_gold, cells in zip(gold, problems, strict=True):
+        for col in range(width):
+            if cells[col] is _UNSET:
+                cells[col] = _check_call(calls[col], call_gold, language, offered)
+    matching = _max_matching([[p is None for p in cells] for cells in problems])
     matched = sum(m is not None for m in matching)
     if matched == expected:
         return CheckResult(None, matched, expected)
     row = matching.index(None)
-    free = [col for col in range(len(calls)) if col not in matching]
+    free = [col for col in range(width) if col not in matching]
     candidates = [problems[row][col] for col in free]
     best = next((p for p in candidates if p is not None and p.label != "wrong_function"), None)
     best = best or next((p for p in candidates if p is not None), None)
-    reason = f"no call matches gold call {row} ({gold[row][0]})" + (f": {best.reason}" if best else "")
+    reason = f"no call matches gold call {row} ({gold[row].name})" + (f": {best.explain()}" if best else "")
     return CheckResult(Mismatch(best.label if best else "wrong_value", reason), matched, expected)
 
 
