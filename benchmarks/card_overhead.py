@@ -32,8 +32,8 @@ from bench_common import format_table, machine_info, write_json
 
 from frostgym.agents import OracleAgent
 from frostgym.cards.card import CardWriter
-from frostgym.cards.plan import PlannedEpisode, make_plan
 from frostgym.cards.run import card_config
+from frostgym.plan import PlannedEpisode, make_plan
 from frostgym.runner import Outcome, RunOptions, run_plan
 
 ENV_ID = "frostgym/Math-v0"

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, SupportsFloat
 
 from frostgym.agents.base import Agent, AgentReply, AgentRequest
-from frostgym.cards.plan import PlannedEpisode, make_env, make_plan
 from frostgym.core.episode import (
     COUNTED_AS,
     DROP_CLASSES,
@@ -36,6 +35,8 @@ from frostgym.core.episode import (
 from frostgym.core.messages import Action, Observation, copy_messages
 from frostgym.core.seeding import derive_seed
 from frostgym.core.splits import Split
+from frostgym.envs.registry import make_env
+from frostgym.plan import PlannedEpisode, make_plan
 
 Outcome = EpisodeRecord | DropRecord
 

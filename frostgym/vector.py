@@ -178,8 +178,8 @@ class FrozenAsyncVectorEnv(_FrozenVectorMixin, AsyncVectorEnv):
 
 
 def _make_env(env_id: str, env_kwargs: dict[str, Any]) -> gymnasium.Env[Any, Any]:
-    # Module level (picklable by reference): a spawned worker imports frostgym.vector,
-    # which imports frostgym and so registers the ids before make().
+    # Module level (picklable by reference): a spawned worker imports frostgym.vector, and
+    # importing any frostgym module runs ``frostgym/__init__``, which registers the ids.
     return gymnasium.make(env_id, **env_kwargs)
 
 
@@ -210,8 +210,6 @@ def make_vector_env(
     """
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
-    import frostgym  # noqa: F401  (registers the ids in this process)
-
     fns = [_EnvFactory(env_id, dict(env_kwargs)) for _ in range(num_envs)]
     if asynchronous:
         return FrozenAsyncVectorEnv(fns, shared_memory=False, context=context, autoreset_mode=autoreset_mode)

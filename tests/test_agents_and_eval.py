@@ -11,9 +11,9 @@ from typer.testing import CliRunner
 
 from frostgym.agents import AgentReply, AgentRequest, OracleAgent, RandomAgent, make_agent
 from frostgym.cards.card import load_card
-from frostgym.cards.plan import make_plan
 from frostgym.cli import app
 from frostgym.core.seeding import derive_seed
+from frostgym.plan import make_plan
 from frostgym.runner import RunOptions, evaluate
 
 MATH = "frostgym/Math-v0"

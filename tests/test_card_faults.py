@@ -20,11 +20,11 @@ import pytest
 
 from frostgym.agents import AgentReply, AgentRequest, OracleAgent
 from frostgym.cards.card import CardWriter, load_card
-from frostgym.cards.plan import make_plan
 from frostgym.cards.replay import regrade_card, replay_card
 from frostgym.cards.run import card_config, run_to_card
 from frostgym.cards.store import CardCorruptError
 from frostgym.core.episode import STORED_ACTION_PREFIX
+from frostgym.plan import make_plan
 from frostgym.runner import RunOptions
 from tests.card_run_script import OPTIONS, SlowOracle, config
 

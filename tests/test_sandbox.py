@@ -9,7 +9,7 @@ import time
 import pytest
 
 from frostgym.sandbox.backends import resolve_backend
-from frostgym.sandbox.client import CallError, Sandbox, SandboxUnavailableError
+from frostgym.sandbox.client import CallError, Sandbox, SandboxUnavailableError, ServerLostError
 from frostgym.sandbox.forkserver import WireError, decode_value, encode_value
 from frostgym.sandbox.jail import InsecureLauncher, SubprocessServer
 from frostgym.sandbox.limits import SandboxLimits
@@ -45,9 +45,16 @@ def test_wire_refuses_behaviour_and_forgeries() -> None:
         def __eq__(self, other: object) -> bool:
             return True
 
-    for bad in (Sly(1), object(), [Sly(2)], {"k": lambda: 1}):
+    for bad in (object(), [object()], {"k": lambda: 1}):
         with pytest.raises(WireError):
             encode_value(bad)
+    # A builtin subclass crosses as its plain base value: its behaviour stays behind.
+    for sly, plain in ((Sly(1), 1), ([Sly(2)], [2])):
+        arrived = decode_value(encode_value(sly))
+        assert arrived == plain and arrived != [3] and arrived != 3
+        assert type(arrived) is type(plain) and all(
+            type(v) is int for v in (arrived if type(arrived) is list else [arrived])
+        )
     for forged in ({"x": 1}, {"l": [1], "t": [2]}, {"f": "not-hex"}, [1, 2], 1.5):
         with pytest.raises(WireError):
             decode_value(forged)
@@ -96,7 +103,7 @@ def test_calls_limits_and_isolation(backend: str) -> None:
         box.close()
 
 
-def test_dead_server_is_respawned_and_the_task_is_a_sandbox_error() -> None:
+def test_dead_server_is_respawned_and_the_task_raises_server_lost() -> None:
     box = open_sandbox("jail")
     try:
         task = box.task("import time\ndef wait():\n    time.sleep(30)\n", SandboxLimits(cpu_seconds=1, wall_seconds=20))
@@ -105,7 +112,9 @@ def test_dead_server_is_respawned_and_the_task_is_a_sandbox_error() -> None:
         threading.Timer(0.3, lambda: os.killpg(server.process.pid, 9)).start()  # type: ignore[attr-defined]
         with pytest.raises(CallError):
             task.call("wait")
-        assert task.finish().termination == "sandbox_error"
+        with pytest.raises(ServerLostError, match="fork server lost") as lost:
+            task.finish()
+        assert lost.value.drop_class == "infra_error"  # the runner's drop, never a verdict
         with box.task("def f():\n    return 7\n", FAST_LIMITS) as again:
             assert again.call("f") == 7
         assert box.restarts == 1

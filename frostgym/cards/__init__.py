@@ -1,1 +1,1 @@
-"""Rollout cards: the plan, the on-disk card, score views, replay and regrade."""
+"""Rollout cards: the on-disk card of a plan (``frostgym.plan``) run, score views, replay and regrade."""

@@ -23,7 +23,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-from frostgym.cards.plan import SEEDING, PlannedEpisode, plan_sha256
 from frostgym.cards.store import (
     CardCorruptError,
     JsonlAppender,
@@ -42,6 +41,7 @@ from frostgym.cards.views import compute_views
 from frostgym.core.episode import COUNTED_AS, DropRecord, EpisodeRecord
 from frostgym.core.errors import FrostgymError
 from frostgym.core.grade import passes
+from frostgym.plan import SEEDING, PlannedEpisode, plan_sha256
 from frostgym.version import __version__
 
 CARD_SCHEMA = "frostgym.card/2"

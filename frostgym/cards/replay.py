@@ -17,11 +17,12 @@ import orjson
 
 from frostgym.agents.replay import ReplayAgent
 from frostgym.cards.card import load_card
-from frostgym.cards.plan import PlannedEpisode, make_env
 from frostgym.cards.run import execution_config, run_to_card
 from frostgym.cards.store import CardCorruptError, dumps_line, write_json_atomic
 from frostgym.core.env import FrozenEnv
 from frostgym.core.episode import EPISODE_INFO_KEYS, ObservationDelta, action_is_whole, split_step_info
+from frostgym.envs.registry import make_env
+from frostgym.plan import PlannedEpisode
 from frostgym.runner import RunOptions
 
 

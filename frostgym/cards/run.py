@@ -8,9 +8,9 @@ from typing import Any
 
 from frostgym.agents.base import Agent
 from frostgym.cards.card import CardWriter
-from frostgym.cards.plan import PlannedEpisode, make_plan
-from frostgym.cards.provenance import env_info, git_info, host_info, package_versions
+from frostgym.cards.provenance import describe_envs, git_info, host_info, package_versions
 from frostgym.cards.views import default_ks
+from frostgym.plan import PlannedEpisode, make_plan
 from frostgym.runner import EnvBackend, Outcome, RunOptions, run_plan
 
 
@@ -84,10 +84,11 @@ def run_to_card(
     if resume:
         writer = CardWriter.resume(out, config=config, plan=plan)
     else:
+        envs_info, distributions = describe_envs(identity["env_ids"], identity["split"], identity["env_kwargs"])
         provenance = {
             "agent": agent.describe(),
-            "envs": env_info(identity["env_ids"], identity["split"], identity["env_kwargs"]),
-            "packages": package_versions(),
+            "envs": envs_info,
+            "packages": package_versions(distributions),
             "git": git_info(),
             "host": host_info(),
             **(extra or {}),

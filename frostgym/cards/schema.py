@@ -20,12 +20,12 @@ from __future__ import annotations
 from typing import Any, Final, get_args
 
 from frostgym.cards.card import CARD_SCHEMA, CHECKPOINT_KEY, DROPS_FILE, EPISODES_FILE, SUMMARY_KEYS, CardStatus
-from frostgym.cards.plan import SEEDING
 from frostgym.cards.views import RULE_NAMES, SLICES
 from frostgym.core.episode import COUNTED_AS, DROP_CLASSES, CountedAs, Stage
 from frostgym.core.messages import ROLES
 from frostgym.core.seeding import SEED_BITS
 from frostgym.core.splits import ALL_SPLITS
+from frostgym.plan import SEEDING
 
 __all__ = ["SCHEMAS"]
 
@@ -236,7 +236,7 @@ def _step() -> Schema:
 
 
 def _plan_entry() -> Schema:
-    """``frostgym.cards.plan.PlannedEpisode.to_dict``."""
+    """``frostgym.plan.PlannedEpisode.to_dict``."""
     return record(
         {
             "plan_id": string(minLength=1, description="ENV_ID:TASK_ID:SAMPLE, unique within the plan"),

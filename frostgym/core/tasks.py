@@ -94,6 +94,10 @@ class ProceduralSource(ABC):
     split_percent: Mapping[Split, int] = DEFAULT_SPLIT_PERCENT
     #: Give up on a split if this many draws in a row are rejected (guards a broken generator).
     max_rejections: int = 10_000
+    #: Installed distributions (PyPI names) the tasks' content is read, generated or replayed
+    #: from: another version of one can change an episode. A card's provenance records their
+    #: versions (``frostgym.cards.provenance``); this is the only list of them.
+    distributions: tuple[str, ...] = ()
 
     def __init__(self) -> None:
         self._finite: dict[Split, list[Task]] = {}

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import gymnasium
+
+if TYPE_CHECKING:  # kept off ``import frostgym``'s path, which needs only the table
+    from frostgym.core.env import FrozenEnv
+    from frostgym.core.splits import Split
 
 NAMESPACE = "frostgym"
 
@@ -94,3 +98,10 @@ def register_envs() -> None:
     for e in ENTRIES:
         if e.id not in gymnasium.registry:
             gymnasium.register(id=e.id, entry_point=e.entry_point, kwargs=dict(e.kwargs))
+
+
+def make_env(env_id: str, split: Split, env_kwargs: Mapping[str, Any]) -> FrozenEnv:
+    """The env behind ``env_id`` on ``split``, unwrapped from Gymnasium's wrappers (the
+    runner, the plan and replays call the env's own methods). Raises what
+    ``gymnasium.make`` raises for an unknown id or bad ``env_kwargs``."""
+    return cast("FrozenEnv", gymnasium.make(env_id, split=split, **env_kwargs).unwrapped)

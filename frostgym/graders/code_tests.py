@@ -1,11 +1,12 @@
 """Grade a coding reply by running the problem's hidden tests against it in a sandbox.
 
-The status is one of a closed set, decided in this order: the sandbox failed
-(``sandbox_error``); every test passed (``passed``: a limit reached after the last test
-does not matter); the process ran out of time, memory or output; the code did not
-compile (``syntax_error``) or raised while loading (``runtime_error``); or the first
-failing test failed because the candidate raised or died (``runtime_error``) or
-returned a wrong value (``failed``).
+The status is one of a closed set, decided in this order: every test passed
+(``passed``: a limit reached after the last test does not matter); the process ran out
+of time, memory or output; the code did not compile (``syntax_error``) or raised while
+loading (``runtime_error``); or the first failing test failed because the candidate
+raised or died (``runtime_error``) or returned a wrong value (``failed``). A sandbox that
+fails on its own gives no status: ``SandboxCrashError`` is raised (an ``infra_error``
+drop), never a 0 charged to the code.
 
 The score is ``correctness`` (all hidden tests pass), the published HumanEval
 criterion. ``tests_passed`` (the fraction) and ``format`` are reported beside it; with
@@ -23,12 +24,15 @@ from typing import Any, Literal, get_args
 from frostgym.code.extraction import ExtractedCode, assemble_program, extract_code
 from frostgym.code.harness import TestOutcome, TestProgram, compile_examples, compile_hidden_tests, run_tests
 from frostgym.core.grade import Grade
-from frostgym.sandbox.client import Sandbox, ServerLostError
+from frostgym.sandbox.client import Sandbox
 from frostgym.sandbox.limits import SandboxLimits
 from frostgym.sandbox.result import TaskResult
 
 GRADER = "code_tests"
-GRADER_VERSION = "1.1.0"  # 1.1: a task at its memory or output limit runs no more tests (they count as failed)
+# 1.1: a task at its memory or output limit runs no more tests (they count as failed)
+# 1.2: a lost sandbox raises (an infra_error drop) instead of grading 0 as sandbox_error;
+#      a returned builtin subclass (Counter, namedtuple, ...) is compared as its base value
+GRADER_VERSION = "1.2.0"
 CodeStatus = Literal[
     "passed",
     "failed",
@@ -37,7 +41,6 @@ CodeStatus = Literal[
     "timeout",
     "memory_exceeded",
     "output_exceeded",
-    "sandbox_error",
 ]
 STATUSES: tuple[CodeStatus, ...] = get_args(CodeStatus)
 LABELS: tuple[str, ...] = STATUSES[1:]
@@ -73,8 +76,6 @@ class Execution:
 
 
 def status_of(result: TaskResult, outcome: TestOutcome | None) -> CodeStatus:
-    if result.termination == "sandbox_error":
-        return "sandbox_error"
     if outcome is not None and outcome.all_passed:
         return "passed"
     if result.termination in ("timeout", "memory_exceeded", "output_exceeded"):
@@ -91,12 +92,12 @@ def status_of(result: TaskResult, outcome: TestOutcome | None) -> CodeStatus:
 def execute(
     program_source: str, tests: TestProgram, entry_point: str, sandbox: Sandbox, limits: SandboxLimits
 ) -> Execution:
-    """Run ``tests`` against ``program_source``; never raises for anything the code does."""
-    try:
-        task = sandbox.task(program_source, limits)
-    except ServerLostError as exc:
-        result = TaskResult(termination="sandbox_error", backend=sandbox.name, detail=str(exc))
-        return Execution("sandbox_error", None, result)
+    """Run ``tests`` against ``program_source``; never raises for anything the code does.
+
+    A sandbox that fails on its own (server lost, task not set up, backend unavailable)
+    raises ``SandboxCrashError``: the run has no verdict, and a runner drops the episode
+    as ``infra_error`` rather than charge it to the code."""
+    task = sandbox.task(program_source, limits)
     with task:
         outcome = run_tests(tests, task, entry_point) if task.loaded else None
     result = task.finish()
@@ -139,8 +140,6 @@ def _grade(run: Execution, extracted: ExtractedCode, config: CodeGraderConfig) -
     required: tuple[str, ...]
     if config.partial_credit:
         weights, required = {"tests_passed": 1.0}, ()
-        if run.status == "sandbox_error":
-            components["tests_passed"] = 0.0
     else:
         weights, required = {"correctness": 1.0}, ("correctness",)
     return Grade.weighted(

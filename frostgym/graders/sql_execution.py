@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from frostgym.core.grade import Grade
 from frostgym.core.hashing import sha256_json
-from frostgym.graders.extraction import outside_reasoning, tagged_blocks
+from frostgym.core.tags import outside_reasoning, tagged_blocks
 from frostgym.sql.executor import TRUSTED_TIMEOUT_S, QueryResult, SafeDatabase
 from frostgym.sql.statements import orders_rows
 

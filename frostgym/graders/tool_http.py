@@ -32,7 +32,7 @@ from typing import Any
 
 from frostgym.core.grade import Grade
 from frostgym.core.hashing import canonical_json, sha256_text
-from frostgym.graders.extraction import outside_reasoning, tagged_blocks
+from frostgym.core.tags import outside_reasoning, tagged_blocks
 from frostgym.tools.calls import MAX_CALL_TEXT
 from frostgym.tools.http.arguments import canonical_value
 

@@ -39,10 +39,10 @@ from typing import Any, SupportsFloat
 
 import ray
 
-from frostgym.cards.plan import make_env
 from frostgym.core.env import FrozenEnv
 from frostgym.core.messages import Action, Observation
 from frostgym.core.splits import Split
+from frostgym.envs.registry import make_env
 
 
 class RemoteEnvError(RuntimeError):

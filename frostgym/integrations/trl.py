@@ -10,7 +10,7 @@ Single-turn families (the math ids, Code-v0, Tools-v0)::
 
 ``env_dataset`` builds conversational prompts (the env's reset observation) with the
 columns ``task_id``, ``episode_seed`` and ``split``; tasks and seeds come from
-``frostgym.cards.plan.make_plan`` (one sample per task), the same derivation an eval
+``frostgym.plan.make_plan`` (one sample per task), the same derivation an eval
 card uses. ``reward_functions`` returns one function per grade component
 (``frostgym_correctness``, ``frostgym_format``, ...) and one for the total score
 (``frostgym_score``). Each resets a private env on the row's task and steps the
@@ -38,13 +38,11 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
-import gymnasium
-
-import frostgym  # noqa: F401  # registers the frostgym/... ids
-from frostgym.cards.plan import make_plan
 from frostgym.core.env import FrozenEnv
 from frostgym.core.errors import FrostgymError
 from frostgym.core.splits import Split
+from frostgym.envs.registry import make_env
+from frostgym.plan import make_plan
 
 RewardFunc = Callable[..., list[float | None]]
 
@@ -57,17 +55,13 @@ class MultiTurnNotSupportedError(FrostgymError, ValueError):
     """The env needs tool results between turns, which this integration does not provide."""
 
 
-def _make(env_id: str, split: Split, env_kwargs: Mapping[str, Any]) -> FrozenEnv:
-    return cast(FrozenEnv, gymnasium.make(env_id, split=split, **env_kwargs).unwrapped)
-
-
 def env_dataset(env_id: str, *, split: Split = "train", n: int, seed: int, **env_kwargs: Any) -> Any:
     """``n`` distinct tasks of ``split`` as a conversational ``datasets.Dataset``: columns
     ``prompt`` (the reset observation), ``task_id``, ``episode_seed`` and ``split``."""
     from datasets import Dataset  # type: ignore[import-untyped,unused-ignore]
 
     plan = make_plan([env_id], split=split, episodes=n, samples=1, seed=seed, env_kwargs=env_kwargs)
-    env = _make(env_id, split, env_kwargs)
+    env = make_env(env_id, split, env_kwargs)
     rows: dict[str, list[Any]] = {"prompt": [], "task_id": [], "episode_seed": [], "split": []}
     try:
         for planned in plan:
@@ -107,7 +101,7 @@ class SQLToolEnv:
 
     def reset(self, *, task_id: str, episode_seed: int, split: Split = "train", **_: Any) -> None:
         if self._env is None:
-            self._env = _make(self._env_id, split, self._env_kwargs)
+            self._env = make_env(self._env_id, split, self._env_kwargs)
         self._env.reset(seed=int(episode_seed), options={"task_id": task_id, "split": split})
         self._grade, self._done = None, False
         return None  # the dataset prompt already holds the observation
@@ -177,7 +171,7 @@ class _Grader:
     def _env(self, split: Split) -> FrozenEnv:
         envs: dict[str, FrozenEnv] = self.local.__dict__.setdefault("envs", {})
         if split not in envs:
-            envs[split] = _make(self.env_id, split, self.env_kwargs)
+            envs[split] = make_env(self.env_id, split, self.env_kwargs)
         return envs[split]
 
     def grade(self, task_id: str, episode_seed: int, split: Split, text: str) -> dict[str, Any]:
@@ -221,7 +215,7 @@ def _probe_components(env_id: str, env_kwargs: Mapping[str, Any]) -> list[str]:
     """The weighted component names, read from one graded oracle reply on a dev/test task."""
     splits: tuple[Split, ...] = ("dev", "test")
     for split in splits:
-        env = _make(env_id, split, env_kwargs)
+        env = make_env(env_id, split, env_kwargs)
         try:
             if not env.source.size(split):
                 continue
@@ -240,7 +234,7 @@ def reward_functions(env_id: str, **env_kwargs: Any) -> list[RewardFunc]:
     Each takes TRL's ``prompts``/``completions`` plus the dataset columns and returns one
     float per completion. Rows need ``task_id`` and ``episode_seed`` (see ``env_dataset``).
     """
-    probe = _make(env_id, "test", env_kwargs)
+    probe = make_env(env_id, "test", env_kwargs)
     max_turns = probe.max_turns
     probe.close()
     if max_turns > 1 and env_id not in TOOL_ENVS:

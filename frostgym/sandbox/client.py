@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, Protocol
 
+from frostgym.core.errors import SandboxCrashError
 from frostgym.sandbox import forkserver
 from frostgym.sandbox.forkserver import WireError, decode_value, encode_value, recv_message, send_message
 from frostgym.sandbox.limits import SandboxLimits
@@ -28,12 +29,14 @@ EXIT_RUNTIME_BROKEN = 71  # untrusted code broke the task process's protocol loo
 CONTROL_MARGIN_S = 5.0
 
 
-class SandboxUnavailableError(RuntimeError):
+class SandboxUnavailableError(SandboxCrashError):
     """This backend cannot run on this machine (missing tool, no engine, no privilege)."""
 
 
-class ServerLostError(RuntimeError):
-    """The fork server died or broke the protocol; it is respawned for the next task."""
+class ServerLostError(SandboxCrashError):
+    """The fork server died, broke the protocol, or could not set a task up: the task has
+    no verdict. Infrastructure, never the code's doing (a runner drops the episode as
+    ``infra_error`` and retries it); the server is respawned for the next task."""
 
 
 class CallError(Exception):
@@ -85,6 +88,8 @@ class Task:
         self._host_reason: str | None = None
         self._ended = False
         self._result: TaskResult | None = None
+        self._lost: ServerLostError | None = None
+        self._first_message: str | None = None  # set once the task process spoke: its setup was done
         self.calls = 0
         self.load_error: ErrorInfo | None = None
         self.load_stage: str | None = None
@@ -96,6 +101,8 @@ class Task:
             sandbox._send_run({"op": "run", "mode": mode, "source": source, "limits": limits.wire()}, task_end.fileno())
         finally:
             task_end.close()
+        # From the hand-over on: (re)starting a server on first use is not the task's time.
+        self.deadline = time.monotonic() + limits.wall_budget
         self._await_load()
 
     # -- the conversation with the task process --------------------------------------------
@@ -125,6 +132,7 @@ class Task:
             self._ended = True
             return
         event = message.get("event")
+        self._first_message = str(event)
         if event == "load_error":
             self.load_error = ErrorInfo.from_wire(message.get("error"))
             self.load_stage = str(message.get("stage", "exec"))
@@ -181,9 +189,17 @@ class Task:
         raise CallError(info)
 
     def finish(self) -> TaskResult:
-        if self._result is None:
-            self._result = self.sandbox._finish(self)
-            self._sock.close()
+        """How the task ended; ``ServerLostError`` when the server was lost meanwhile."""
+        if self._result is None and self._lost is None:
+            try:
+                self._result = self.sandbox._finish(self)
+            except ServerLostError as exc:
+                self._lost = exc
+            finally:
+                self._sock.close()
+        if self._lost is not None:
+            raise ServerLostError(str(self._lost))
+        assert self._result is not None
         return self._result
 
     def __enter__(self) -> Task:
@@ -212,8 +228,9 @@ class Task:
             termination, detail = "memory_exceeded", f"memory limit of {self.limits.memory_bytes // (1 << 20)} MiB"
         elif sig == signal.SIGXFSZ or self._value_overflow:
             termination, detail = "output_exceeded", "file, output or return-value size limit"
-        elif "setup_error" in report or exit_code == EXIT_SETUP_FAILED:
-            termination, detail = "sandbox_error", str(report.get("setup_error") or report.get("output", ""))[:500]
+        elif "setup_error" in report or (exit_code == EXIT_SETUP_FAILED and self._first_message is None):
+            why = str(report.get("setup_error") or report.get("output", ""))[:500]
+            raise ServerLostError(f"{self.sandbox.name}: the task could not be set up: {why}")
         elif exit_code == EXIT_RUNTIME_BROKEN:
             termination, detail = "crashed", "the code broke the task process's own runtime"
         elif sig is not None:
@@ -334,7 +351,7 @@ class Sandbox:
     def _finish_locked(self, task: Task) -> TaskResult:
         server = self._server
         if server is None:
-            return _lost(task, "fork server lost")
+            raise ServerLostError(f"{self.name}: fork server lost")
         try:
             if task._host_reason == "timeout":
                 send_message(server.control, {"op": "kill", "reason": "timeout"})
@@ -348,21 +365,11 @@ class Sandbox:
             report = recv_message(server.control)
         except (EOFError, OSError, WireError) as exc:
             self._lose_server()
-            return _lost(task, f"fork server lost during the task: {exc}")
+            raise ServerLostError(f"{self.name}: fork server lost during the task: {exc}") from None
         if report.get("event") != "exit":
             self._lose_server()
-            return _lost(task, f"fork server sent {report.get('event')!r} instead of an exit report")
+            raise ServerLostError(f"{self.name}: fork server sent {report.get('event')!r} instead of an exit report")
         return task.classify(report)
-
-
-def _lost(task: Task, detail: str) -> TaskResult:
-    return TaskResult(
-        termination="sandbox_error",
-        backend=task.sandbox.name,
-        load_error=task.load_error,
-        load_stage=task.load_stage,
-        detail=detail,
-    )
 
 
 def server_argv(python: str, script: str, config: dict[str, Any]) -> list[str]:

@@ -114,7 +114,10 @@ def recv_message(sock: socket.socket, limit: int = MAX_CONTROL_MESSAGE, fds: lis
 
 # -- values ----------------------------------------------------------------------------
 # Exact builtin types only (``type(v) is int``, never a subclass), so no value can carry
-# behaviour across; containers are tagged so tuple/list/set survive the trip.
+# behaviour across; containers are tagged so tuple/list/set survive the trip. A value of a
+# subclass (``Counter``, ``OrderedDict``, a namedtuple, an ``IntEnum``, a ``str``
+# subclass) is encoded as its builtin base, read through the base type's own methods,
+# never the subclass's: what arrives is the plain value, and its ``__eq__`` stays behind.
 
 
 class ValueTooLarge(WireError):
@@ -125,11 +128,14 @@ class ValueTooLarge(WireError):
 def encode_value(value: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
     if depth > MAX_DEPTH:
         raise WireError("value nested too deeply")
+    kind = type(value)
+    if kind not in _PLAIN and value is not None:
+        value = _as_base(value)
+        kind = type(value)
     if budget is not None:
-        budget[0] -= len(value) * 2 + 8 if type(value) in (str, bytes) else 8
+        budget[0] -= len(value) * 2 + 8 if kind in (str, bytes) else 8
         if budget[0] < 0:
             raise ValueTooLarge("the value is over the size limit")
-    kind = type(value)
     if value is None or kind is bool or kind is str:
         return value
     if kind is int:
@@ -152,6 +158,38 @@ def encode_value(value: Any, depth: int = 0, budget: list[int] | None = None) ->
     if kind is complex:
         return {"c": [value.real.hex(), value.imag.hex()]}
     raise WireError(f"values of type {kind.__name__} cannot be returned (plain builtin types only)")
+
+
+_PLAIN = frozenset({bool, str, int, float, list, tuple, set, frozenset, dict, bytes, complex})
+
+
+def _as_base(value: Any) -> Any:
+    """A subclass instance as a fresh value of its builtin base (else unchanged, and the
+    encoder refuses it). Only the base type's slots are read, so an overriding
+    ``__iter__``, ``items`` or ``__str__`` is never called, and the type is the real one
+    (``type``, not ``isinstance``, which a faked ``__class__`` can answer)."""
+    kind = type(value)
+    if issubclass(kind, dict):
+        return dict(dict.items(value))
+    if issubclass(kind, list):
+        return list(list.__iter__(value))
+    if issubclass(kind, tuple):  # a namedtuple too
+        return tuple(tuple.__iter__(value))
+    if issubclass(kind, set):
+        return set(set.__iter__(value))
+    if issubclass(kind, frozenset):
+        return frozenset(frozenset.__iter__(value))
+    if issubclass(kind, str):
+        return str.__str__(value)
+    if issubclass(kind, bytes):
+        return bytes(memoryview(value))
+    if issubclass(kind, int):  # bool cannot be subclassed; an IntEnum member is an int
+        return int.__index__(value)
+    if issubclass(kind, float):
+        return float.__float__(value)
+    if issubclass(kind, complex):
+        return complex(float.__float__(complex.real.__get__(value)), float.__float__(complex.imag.__get__(value)))
+    return value
 
 
 def decode_value(data: Any, depth: int = 0) -> Any:

@@ -5,7 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-Termination = Literal["exited", "timeout", "memory_exceeded", "output_exceeded", "crashed", "sandbox_error"]
+# A lost server or a task that could not be set up has no termination: ``Task.finish``
+# raises ``ServerLostError`` (infrastructure) instead.
+Termination = Literal["exited", "timeout", "memory_exceeded", "output_exceeded", "crashed"]
 TERMINATIONS: tuple[Termination, ...] = get_args(Termination)
 
 

@@ -1,1 +1,1 @@
-"""Tool calling: the call parser, BFCL data and executors, and the replayed HTTP tool world."""
+"""Tool calling: the call parser, offered-tool schemas, BFCL data and executors, and the replayed HTTP tool world."""

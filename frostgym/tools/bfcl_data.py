@@ -427,6 +427,7 @@ class BFCLSource(ProceduralSource):
 
     name = "bfcl"
     version = "1"
+    distributions = (DISTRIBUTION,)
     difficulty = "mixed"
     tags = ("tools", "bfcl")
 

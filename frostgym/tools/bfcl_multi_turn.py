@@ -537,6 +537,7 @@ class BFCLMultiTurnSource(ProceduralSource):
 
     name = SOURCE_NAME
     version = "1"
+    distributions = ("bfcl-eval",)
     difficulty = "mixed"
     tags = ("tools", "multi_turn", "bfcl")
 

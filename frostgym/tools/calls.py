@@ -50,7 +50,7 @@ from types import EllipsisType
 from typing import Any, Literal
 
 from frostgym.core.errors import InvalidActionError
-from frostgym.graders.extraction import outside_reasoning
+from frostgym.core.tags import outside_reasoning
 
 Syntax = Literal["hermes", "python", "none"]
 

@@ -19,8 +19,8 @@ from frostgym.core.errors import GraderError
 from frostgym.core.grade import call_grader
 from frostgym.core.messages import Action, Message, message
 from frostgym.core.splits import Split
+from frostgym.core.tags import outside_reasoning
 from frostgym.core.tasks import Task
-from frostgym.core.tool_calls import function_tools, single_tool_call
 from frostgym.graders.code_tests import (
     CodeGraderConfig,
     CodeProblem,
@@ -28,11 +28,11 @@ from frostgym.graders.code_tests import (
     grade_code,
     run_visible_examples,
 )
-from frostgym.graders.extraction import outside_reasoning
-from frostgym.sandbox.backends import resolve_backend
+from frostgym.sandbox.backends import check_backend_name
 from frostgym.sandbox.client import Sandbox
 from frostgym.sandbox.limits import SandboxLimits
 from frostgym.sandbox.pool import thread_sandbox
+from frostgym.tools.schemas import function_tools, single_tool_call
 
 SYSTEM_PROMPT = (
     "You are an expert Python programmer. Complete the function the user gives you. "
@@ -83,8 +83,11 @@ class CodeEnv(FrozenEnv):
         partial_credit: bool = False,
     ) -> None:
         super().__init__(humaneval_source(), split=split, max_turns=max_turns, render_mode=render_mode)
-        # Resolved now, so a machine without any sandbox fails at make(), not mid-run.
-        self.sandbox_backend = resolve_backend(sandbox, allow_insecure=allow_insecure)
+        # Only the name is checked now. The backend is resolved (and its server started) on
+        # the first step that runs code, so metadata commands (``frostgym list``, ``lock``)
+        # and episodes that never run code need no sandbox; where none can run, that step
+        # raises ``SandboxUnavailableError``, an ``infra_error`` drop.
+        self.sandbox_backend = check_backend_name(sandbox)
         self.allow_insecure = allow_insecure
         self.limits = SandboxLimits(cpu_seconds=cpu_seconds, memory_bytes=memory_mb * 1024 * 1024)
         self.grader_config = CodeGraderConfig(limits=self.limits, partial_credit=partial_credit)
@@ -92,7 +95,8 @@ class CodeEnv(FrozenEnv):
 
     @property
     def sandbox(self) -> Sandbox:
-        """This thread's warm sandbox (shared by every code env on the thread)."""
+        """This thread's warm sandbox (shared by every code env on the thread), resolved on
+        first use; ``SandboxUnavailableError`` when no backend can run here."""
         return thread_sandbox(self.sandbox_backend, allow_insecure=self.allow_insecure)
 
     def first_messages(self, task: Task) -> list[Message]:

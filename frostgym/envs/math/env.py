@@ -45,6 +45,7 @@ class MathEnv(FrozenEnv):
 
     family = "math"
     env_version = "1.0.0"
+    grader_distributions = ("math-verify", "sympy")
 
     def __init__(
         self,

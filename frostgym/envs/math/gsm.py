@@ -35,6 +35,7 @@ class GSMSymbolicSource(ProceduralSource):
 
     name = "gsm_symbolic"
     version = "1"
+    distributions = ("reasoning-gym",)
     difficulty = "medium"
     tags = ("word_problem", "multi_step")
 

@@ -19,13 +19,13 @@ from frostgym.core.env import FrozenEnv, Reply
 from frostgym.core.grade import call_grader
 from frostgym.core.messages import Action, Message, message
 from frostgym.core.splits import Split
+from frostgym.core.tags import outside_reasoning, tagged_blocks
 from frostgym.core.tasks import Task
-from frostgym.core.tool_calls import function_tools, single_tool_call
 from frostgym.envs.sql.tasks import sql_source
-from frostgym.graders.extraction import outside_reasoning, tagged_blocks
 from frostgym.graders.sql_execution import DEFAULT_CONFIG, SQLGraderConfig, grade_sql
 from frostgym.sql.connections import schema_prompt, shared_database
 from frostgym.sql.executor import format_result
+from frostgym.tools.schemas import function_tools, single_tool_call
 
 SYSTEM_PROMPT = (
     "You answer questions about a SQLite database by writing one SQL query. "

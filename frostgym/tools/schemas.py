@@ -1,8 +1,10 @@
-"""Tool calls as actions: the schema an env offers and the one call it accepts per turn.
+"""Tools an env offers: their OpenAI-style schemas, and the one call per turn it accepts.
 
-Envs that take tool calls turn them into the equivalent tagged text, so the history and
-the grader see one form. The call itself is read by ``frostgym.tools.calls``; this module
-checks that it is the one call, to an offered tool, that the env accepts.
+For envs whose tools each take one string argument (SQL's ``run_sql``/``submit_sql``,
+Code's ``run_tests``/``submit``). Envs that take tool calls turn them into the equivalent
+tagged text, so the history and the grader see one form. The call itself is read by
+``frostgym.tools.calls``; this module checks that it is the one call, to an offered tool,
+that the env accepts.
 """
 
 from __future__ import annotations
