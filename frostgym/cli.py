@@ -194,9 +194,9 @@ def _run_with_progress(run: Any, out: Path) -> None:
     except (CardMismatchError, FileExistsError, ValueError) as error:
         raise typer.BadParameter(str(error)) from error
     except OSError as error:  # a full disk, a vanished mount: the card is closed as interrupted if it could be
+        again = "the same command plus --resume" if (out / "card.json").exists() else "the same command again"
         raise UserError(
-            f"cannot write the card in {out}: {error.strerror or error}; "
-            "fix that (free space), then run the same command plus --resume"
+            f"cannot write the card in {out}: {error.strerror or error}; fix that (free space), then run {again}"
         ) from error
     card, _, drops = load_card(out)
     print_summary(console, card, drops)
@@ -377,8 +377,8 @@ def main() -> None:
     full disk, a card that is not there) print one line naming the file and exit 2."""
     try:
         app()
-    except (FrostgymError, OSError) as error:
-        console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
+    except (FrostgymError, OSError) as error:  # one line on stderr, never folded, so logs can grep it
+        Console(stderr=True, soft_wrap=True).print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
         sys.exit(2)
 
 

@@ -20,7 +20,6 @@ from typing import Any, Protocol, SupportsFloat
 
 from frostgym.agents.base import Agent, AgentReply, AgentRequest
 from frostgym.core.episode import (
-    COUNTED_AS,
     DROP_CLASSES,
     RETRYABLE,
     DropClass,
@@ -29,6 +28,7 @@ from frostgym.core.episode import (
     ObservationDelta,
     Stage,
     StepRecord,
+    drop_record,
     split_step_info,
     stored_action,
 )
@@ -374,19 +374,11 @@ class _Run:
         self.dropped += failure.drop_class not in ("skipped", "cancelled")
         record = item.record if item is not None else None
         self.emit(
-            DropRecord(
-                plan_id=planned.plan_id,
-                env_id=planned.env_id,
-                task_id=planned.task_id,
-                sample=planned.sample,
-                difficulty=planned.difficulty,
-                tags=list(planned.tags),
-                seed=planned.seed,
-                seed_derivation=list(planned.seed_derivation),
-                drop_class=failure.drop_class,
-                counted_as=COUNTED_AS[failure.drop_class],
-                stage=failure.stage,
-                error=failure.error.splitlines()[0][:500] if failure.error else failure.drop_class,
+            drop_record(
+                planned,
+                failure.drop_class,
+                failure.stage,
+                failure.error,
                 traceback=failure.traceback,
                 attempts=attempt.number,
                 earlier_errors=attempt.earlier_errors,

@@ -310,7 +310,8 @@ def test_a_full_disk_is_named_and_the_card_resumes(tmp_path: Path) -> None:
     output = _no_traceback(result)
     assert "No space left on device" in output, output
     assert "interrupted write" not in output and "cut short" not in output
-    assert output.count("rc=") == 2 and "rc=2" in output and output.rstrip().endswith("rc=0"), output
+    assert result.stdout.count("rc=") == 2 and "rc=2" in output and result.stdout.rstrip().endswith("rc=0"), output
+    assert "No space left on device" in result.stderr  # the error line goes to stderr
 
 
 # -- 11. a huge reply is stored as a bounded prefix ------------------------------------------------
@@ -361,3 +362,97 @@ def test_record_problem_names_every_broken_shape(tmp_path: Path) -> None:
     assert "unknown drop class" in (
         record_problem({**good, "drop_class": "x", "counted_as": "failure", "stage": "step", "error": ""}, "drop") or ""
     )
+
+
+# -- what the campaign's rerun found -------------------------------------------------------------
+
+
+def test_cards_with_sanitized_actions_replay_identically(tmp_path: Path) -> None:
+    _run(tmp_path / "m", FixedReply("<answer>\ud800 18</answer>", every=2))
+    assert replay_card(tmp_path / "m").ok
+    surrogate_call = {"tool_calls": [{"name": "run_sql", "arguments": {"query": "SELECT '\ud800'"}}]}
+    _run(tmp_path / "s", FixedReply(surrogate_call), env_ids=["frostgym/SQL-v0"], episodes=2)
+    _, episodes, _ = load_card(tmp_path / "s")
+    assert all(e["steps"][0]["action_stored"] == {"kind": "structured", "sanitized": True} for e in episodes)
+    assert replay_card(tmp_path / "s").ok
+
+
+def test_a_huge_sql_answer_is_not_stored_whole_in_its_tool_calls(tmp_path: Path) -> None:
+    huge = "<answer>SELECT " + "1 + " * 1_250_000 + "1</answer>"
+    out = tmp_path / "c"
+    _run(out, FixedReply(huge), env_ids=["frostgym/SQL-v0"], episodes=2)
+    assert (out / "episodes.jsonl").stat().st_size < 500_000
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (lambda card: card["files"]["episodes.jsonl"].pop("sha256"), "lacks its checksums"),
+        (lambda card: card.pop("config"), "no config.identity"),
+        (lambda card: card.clear(), "schema is None"),
+    ],
+)
+def test_an_edited_manifest_is_named_in_one_line(tmp_path: Path, edit: Any, expected: str) -> None:
+    out = tmp_path / "c"
+    _run(out, OracleAgent())
+    card = json.loads((out / "card.json").read_text())
+    edit(card)
+    (out / "card.json").write_text(json.dumps(card))
+    for args in (["replay", str(out)], ["summary", str(out)]):
+        result = _cli(*args)
+        assert result.returncode == 2 and expected in _no_traceback(result)
+    with pytest.raises(CardCorruptError, match=expected):
+        _resume(out)
+
+
+def test_replay_refuses_a_duplicated_line(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    _run(out, OracleAgent())
+    card = json.loads((out / "card.json").read_text())
+    del card["files"]  # as a killed card has no checksums yet
+    (out / "card.json").write_text(json.dumps(card))
+    first = (out / "episodes.jsonl").read_bytes().splitlines(keepends=True)[0]
+    with (out / "episodes.jsonl").open("ab") as f:
+        f.write(first)
+    with pytest.raises(CardCorruptError, match="recorded twice"):
+        replay_card(out)
+
+
+def test_options_an_env_does_not_take_are_a_usage_error(tmp_path: Path) -> None:
+    args = ["eval", "--env", "frostgym/Tools-v0", "--split", "test", "--max-turns", "2", "--episodes", "1"]
+    result = _cli(*args, "--out", str(tmp_path / "c"))
+    assert result.returncode == 2 and "does not take" in _no_traceback(result)
+
+
+def test_a_first_session_killed_mid_run_is_checked_against_its_journal(tmp_path: Path) -> None:
+    """Every fsync appends the files' checksums to the card's journal, so what a killed
+    first session had synced is covered too: an edit or a removed line is refused."""
+    out = tmp_path / "c"
+    script = (
+        "import sys, time; from pathlib import Path; from frostgym.cards.run import run_to_card;"
+        "from tests.card_run_script import OPTIONS, SlowOracle, config\n"
+        "class Slower(SlowOracle):\n"
+        "    def act(self, requests):\n"
+        "        time.sleep(0.2)\n"
+        "        return super().act(requests)\n"
+        "run_to_card(Path(sys.argv[1]), Slower(), config(), OPTIONS)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", script, str(out)], cwd=ROOT)
+    journal = out / ".checkpoints.jsonl"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not (journal.exists() and journal.read_bytes().count(b"\n") >= 2):
+        time.sleep(0.01)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    synced = json.loads(journal.read_bytes().splitlines()[1])["episodes.jsonl"]["lines"]
+    assert synced >= 1
+    pristine = (out / "episodes.jsonl").read_bytes()
+    _edit_line(out / "episodes.jsonl", synced, b'"reward":', b'"reward":0.5,"x":')
+    with pytest.raises(CardCorruptError, match=rf"episodes\.jsonl line {synced} differs"):
+        run_to_card(out, SlowOracle(), config(), OPTIONS, resume=True)
+    (out / "episodes.jsonl").write_bytes(b"".join(pristine.splitlines(keepends=True)[: synced - 1]))
+    with pytest.raises(CardCorruptError, match="lines were removed"):
+        run_to_card(out, SlowOracle(), config(), OPTIONS, resume=True)
+    (out / "episodes.jsonl").write_bytes(pristine)
+    card = run_to_card(out, SlowOracle(), config(), OPTIONS, resume=True)
+    assert card["status"] == "complete" and not journal.exists()

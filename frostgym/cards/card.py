@@ -29,6 +29,7 @@ from frostgym.cards.store import (
     JsonlContents,
     RecordKind,
     TornLine,
+    chain_checkpoints,
     cut_torn_line,
     gc_paused,
     manifest_problem,
@@ -38,7 +39,7 @@ from frostgym.cards.store import (
     write_json_atomic,
 )
 from frostgym.cards.views import compute_views
-from frostgym.core.episode import COUNTED_AS, DropRecord, EpisodeRecord
+from frostgym.core.episode import DropRecord, EpisodeRecord, drop_record
 from frostgym.core.errors import FrostgymError
 from frostgym.core.grade import passes
 from frostgym.plan import SEEDING, PlannedEpisode, plan_sha256
@@ -51,6 +52,10 @@ CARD_FILE = "card.json"
 EPISODES_FILE = "episodes.jsonl"
 DROPS_FILE = "drops.jsonl"
 LOCK_FILE = ".lock"
+#: While a session runs: one line per fsync, the checksums of both files as then synced
+#: (with the CRCs of the lines since the line before), so a resume after a crash verifies
+#: every line up to the last fsync, not only those before the session began.
+JOURNAL_FILE = ".checkpoints.jsonl"
 RECORD_FILES: tuple[tuple[str, RecordKind], ...] = ((EPISODES_FILE, "episode"), (DROPS_FILE, "drop"))
 CardStatus = Literal["running", "interrupted", "complete"]
 #: The ``card.json`` keys ``close`` computes from the files on disk; absent while running.
@@ -82,6 +87,7 @@ class CardWriter:
         self._lock = _lock(directory) if lock is None else lock
         self._episodes = JsonlAppender(directory / EPISODES_FILE, fsync_seconds)
         self._drops = JsonlAppender(directory / DROPS_FILE, fsync_seconds)
+        self._journal = JsonlAppender(directory / JOURNAL_FILE, 0.0)
         self._closed = False
 
     # -- opening --------------------------------------------------------------------------
@@ -148,7 +154,7 @@ class CardWriter:
         is a partial last line left by a crash, which is cut off (that episode runs again)."""
         if not (directory / CARD_FILE).exists():
             raise CardCorruptError(f"{directory} holds no card ({CARD_FILE} is missing): start it without --resume")
-        card = read_json(directory / CARD_FILE)
+        card = read_card_json(directory)
         stored, asked = card["config"]["identity"], config["identity"]
         if stored != asked:
             changed = sorted(k for k in set(stored) | set(asked) if stored.get(k) != asked.get(k))
@@ -172,9 +178,9 @@ class CardWriter:
             card.pop(stale, None)
         card[CHECKPOINT_KEY] = {name: c.manifest() for name, c in contents.items()}
         card["sessions"].append({"started_at": _now(), "ended_at": None, "resumed": True, "written": 0})
-        writer = cls(directory, card, done, fsync_seconds, lock)
-        write_json_atomic(directory / CARD_FILE, card)
-        return writer
+        write_json_atomic(directory / CARD_FILE, card)  # the new checkpoint first, then the old journal goes
+        (directory / JOURNAL_FILE).unlink(missing_ok=True)
+        return cls(directory, card, done, fsync_seconds, lock)
 
     # -- the EpisodeSink interface ---------------------------------------------------------
     def add(self, outcome: EpisodeRecord | DropRecord) -> None:
@@ -189,8 +195,12 @@ class CardWriter:
         self.card["sessions"][-1]["written"] += 1
 
     def commit(self) -> None:
-        self._episodes.commit()
-        self._drops.commit()
+        synced = self._episodes.commit()
+        if self._drops.commit() or synced:
+            self._episodes.sync()  # both files durable up to the checkpoint the journal records
+            self._drops.sync()
+            self._journal.append({EPISODES_FILE: self._episodes.checkpoint(), DROPS_FILE: self._drops.checkpoint()})
+            self._journal.commit()
 
     # -- closing ---------------------------------------------------------------------------
     def close(self, status: CardStatus, agent: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -210,6 +220,8 @@ class CardWriter:
         )
         self.card.pop(CHECKPOINT_KEY, None)
         write_json_atomic(self.directory / CARD_FILE, self.card)
+        self._journal.close()
+        (self.directory / JOURNAL_FILE).unlink(missing_ok=True)  # the checksums in card.json supersede it
         os.close(self._lock)
         return self.card
 
@@ -226,21 +238,12 @@ def _lock(directory: Path) -> int:
 
 
 def _unwritable(outcome: EpisodeRecord | DropRecord, error: BaseException) -> DropRecord:
-    reason = f"the episode's record could not be written ({type(error).__name__}: {error})".splitlines()[0][:500]
-    return DropRecord(
-        plan_id=outcome.plan_id,
-        env_id=outcome.env_id,
-        task_id=outcome.task_id,
-        sample=outcome.sample,
-        difficulty=outcome.difficulty,
-        tags=list(outcome.tags),
-        seed=outcome.seed,
-        seed_derivation=list(outcome.seed_derivation),
-        drop_class="infra_error",
-        counted_as=COUNTED_AS["infra_error"],
-        stage="runner",
-        error=reason,
-        traceback=None,
+    reason = f"the episode's record could not be written ({type(error).__name__}: {error})"
+    return drop_record(
+        outcome,
+        "infra_error",
+        "runner",
+        reason,
         attempts=outcome.attempts,
         episode_id=outcome.episode_id,
         started_at=outcome.started_at,
@@ -254,6 +257,15 @@ def _verified_files(directory: Path, card: Mapping[str, Any]) -> dict[str, Jsonl
     (``checkpoint``: they must begin with it). A partial last line is cut off."""
     recorded = card.get("files") or card.get(CHECKPOINT_KEY)  # neither: a frostgym.card/1 card killed while running
     closed = "files" in card
+    if not closed and recorded is not None:  # a crash: what the session had synced is in its journal
+        journal = directory / JOURNAL_FILE
+        entries = read_jsonl(journal, torn="ignore").records
+        recorded = {
+            name: chain_checkpoints(
+                recorded[name], [e.get(name) if isinstance(e, dict) else e for e in entries], journal
+            )
+            for name in recorded
+        }
     contents = {}
     for name, kind in RECORD_FILES:
         path = directory / name
@@ -367,6 +379,47 @@ def _summarize(directory: Path, card: Mapping[str, Any], status: CardStatus, tor
     }
 
 
+def read_card_json(directory: Path) -> dict[str, Any]:
+    """``card.json``, checked to hold what resume, replay and summary read from it, so an
+    edited manifest is named in one line instead of surfacing as a ``KeyError``."""
+    path = directory / CARD_FILE
+    card = read_json(path)
+    if problem := _manifest_shape_problem(card):
+        raise CardCorruptError(f"{path}: {problem} (edited, or not a frostgym card?)")
+    assert isinstance(card, dict)
+    return card
+
+
+def _manifest_shape_problem(card: Any) -> str | None:
+    if not isinstance(card, dict):
+        return "not a JSON object"
+    if card.get("schema") not in READABLE_SCHEMAS:
+        return f"schema is {card.get('schema')!r}, not one of {sorted(READABLE_SCHEMAS)}"
+    config, plan = card.get("config"), card.get("plan")
+    if not isinstance(config, dict) or not isinstance(config.get("identity"), dict):
+        return "no config.identity object"
+    if not isinstance(config.get("ks"), list):
+        return "no config.ks list"
+    if not (isinstance(plan, dict) and isinstance(plan.get("sha256"), str) and isinstance(plan.get("episodes"), list)):
+        return "no plan with its sha256 and episodes"
+    if not all(isinstance(p, dict) and isinstance(p.get("plan_id"), str) for p in plan["episodes"]):
+        return "a plan entry without a plan_id"
+    if not isinstance(card.get("sessions"), list) or not card["sessions"]:
+        return "no sessions"
+    for key in ("files", CHECKPOINT_KEY):
+        if key not in card:
+            continue
+        manifests = card[key]
+        for name in (EPISODES_FILE, DROPS_FILE):
+            entry = manifests.get(name) if isinstance(manifests, dict) else None
+            if not isinstance(entry, dict) or not entry.keys() >= _MANIFEST_FIELDS:
+                return f"{key}.{name} lacks its checksums ({', '.join(sorted(_MANIFEST_FIELDS))})"
+    return None
+
+
+_MANIFEST_FIELDS = frozenset({"sha256", "bytes", "lines"})
+
+
 def load_card(
     directory: Path, *, verify: bool = True
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
@@ -376,9 +429,7 @@ def load_card(
     left unread. Raises ``CardCorruptError`` naming the file and line."""
     if not (directory / CARD_FILE).exists():
         raise CardCorruptError(f"{directory} holds no card ({CARD_FILE} is missing)")
-    card = read_json(directory / CARD_FILE)
-    if not isinstance(card, dict) or card.get("schema") not in READABLE_SCHEMAS:
-        raise CardCorruptError(f"{directory / CARD_FILE} is not a frostgym card manifest (schema {READABLE_SCHEMAS})")
+    card = read_card_json(directory)
     closed = "files" in card
     torn: TornLine = "error" if closed else "ignore"
     episodes = read_jsonl(directory / EPISODES_FILE, torn=torn, kind="episode")
@@ -389,4 +440,6 @@ def load_card(
                 raise CardCorruptError(
                     f"{problem} (it does not match the checksum in card.json: edited after the run?)"
                 )
+    plan_ids = {p["plan_id"] for p in card["plan"]["episodes"]}
+    _check_ids([r["plan_id"] for r in episodes.records] + [r["plan_id"] for r in drops.records], plan_ids)
     return card, episodes.records, drops.records

@@ -95,6 +95,8 @@ def replay_episode(env: FrozenEnv, episode: Mapping[str, Any]) -> str | None:
         except Exception as error:
             return f"{where}: the env raised {type(error).__name__}: {error}"
         rest, calls, results, grade = split_step_info(step_info)
+        if (step.get("action_stored") or {}).get("sanitized"):  # the card holds the text as the env read it
+            rest.setdefault("action_sanitized", True)
         replayed = {
             "grade": grade,
             "tool_calls": calls,

@@ -223,12 +223,15 @@ def _step() -> Schema:
                 record(
                     {
                         "kind": enum(["text", "structured"]),
+                        "sanitized": {"const": True},
                         "chars": integer(0),
                         "sha256": SHA256,
                         "prefix_chars": integer(0),
                     },
-                    description="`action` holds only the first `prefix_chars` characters of an over-long action "
-                    "(its JSON text, when structured): its full length and sha256 are here",
+                    optional=("sanitized", "chars", "sha256", "prefix_chars"),
+                    description="how `action` differs from what the agent sent: `sanitized`, lone surrogates or "
+                    "invalid UTF-8 replaced by U+FFFD; `chars`/`sha256`/`prefix_chars`, an over-long action (its "
+                    "JSON text, when structured) kept as its first `prefix_chars` characters",
                 )
             ),
         }

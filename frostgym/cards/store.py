@@ -83,39 +83,83 @@ def _slow_fallback(value: Any) -> Any:
 
 
 class JsonlAppender:
-    """Appends records to a JSON Lines file in batches (see the module docstring)."""
+    """Appends records to a JSON Lines file in batches (see the module docstring), and
+    keeps the running checksums of the whole file (what was there when it opened, plus
+    every line it appended) so a card can record a checkpoint at each fsync."""
 
     def __init__(self, path: Path, fsync_seconds: float = 1.0) -> None:
         self.path = path
         self.fsync_seconds = fsync_seconds
+        existing = path.read_bytes() if path.exists() else b""  # the verified prefix, on resume
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._pending: list[bytes] = []
         self._last_fsync = time.monotonic()
         self._unsynced = False
+        self._sha256 = hashlib.sha256(existing)
+        self._bytes = len(existing)
+        self._lines = existing.count(b"\n")
+        self._new_crcs = bytearray()  # 4 bytes per line appended since the last checkpoint()
 
     def append(self, obj: Any) -> None:
         self._pending.append(dumps_line(obj))
 
-    def commit(self) -> None:
+    def commit(self) -> bool:
+        """Write what was appended in one ``write``; fsync when it is due. True if it synced."""
         if self._pending:
-            data = memoryview(b"".join(self._pending))
+            batch = b"".join(self._pending)
+            for line in self._pending:
+                self._new_crcs += zlib.crc32(line[:-1]).to_bytes(4, "big")
+            self._lines += len(self._pending)
             self._pending.clear()
+            data = memoryview(batch)
             while data:
                 written = os.write(self._fd, data)
                 data = data[written:]
+            self._sha256.update(batch)
+            self._bytes += len(batch)
             self._unsynced = True
         if self._unsynced and time.monotonic() - self._last_fsync >= self.fsync_seconds:
             self.sync()
+            return True
+        return False
 
     def sync(self) -> None:
         os.fsync(self._fd)
         self._unsynced = False
         self._last_fsync = time.monotonic()
 
+    def checkpoint(self) -> dict[str, Any]:
+        """The file's manifest as written so far, with the CRCs of only the lines appended
+        since the last checkpoint (a journal entry; ``chain_checkpoints`` joins them)."""
+        entry = {
+            "sha256": self._sha256.hexdigest(),
+            "bytes": self._bytes,
+            "lines": self._lines,
+            "line_crc32": self._new_crcs.hex(),
+        }
+        self._new_crcs.clear()
+        return entry
+
     def close(self) -> None:
         self.commit()
         self.sync()
         os.close(self._fd)
+
+
+def chain_checkpoints(start: Mapping[str, Any], entries: list[Any], where: Path) -> dict[str, Any]:
+    """The manifest after ``entries`` (journal checkpoints, oldest first, each with the
+    CRCs of its new lines) that followed the manifest ``start``."""
+    manifest = dict(start)
+    for number, entry in enumerate(entries, start=1):
+        if not isinstance(entry, Mapping) or not {"sha256", "bytes", "lines", "line_crc32"} <= entry.keys():
+            raise CardCorruptError(f"{where} entry {number} is not a checkpoint (edited?)")
+        manifest = {
+            "sha256": entry["sha256"],
+            "bytes": entry["bytes"],
+            "lines": entry["lines"],
+            "line_crc32": manifest.get("line_crc32", "") + str(entry["line_crc32"]),
+        }
+    return manifest
 
 
 @dataclass(frozen=True)

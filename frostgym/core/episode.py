@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 import orjson
 
-from frostgym.core.messages import Action, Message, Observation
+from frostgym.core.messages import Action, Message, Observation, clean_text
 
 #: An action is stored whole in the episode record up to this many characters (its JSON
 #: text, for a structured action): the longest reply a well-behaved policy emits
@@ -104,35 +104,49 @@ class StepRecord:
     action_stored: dict[str, Any] | None = None
 
 
-def stored_action(action: Action) -> tuple[Action, dict[str, Any] | None]:
-    """``action`` as the episode record keeps it, and a note when that is not the whole
-    action: one over ``STORED_ACTION_CHARS`` (its JSON text, for a structured action)
-    keeps its first ``STORED_ACTION_PREFIX`` characters, with ``{"kind", "chars",
-    "sha256", "prefix_chars"}`` of the whole, so a record's size is bounded."""
-    if isinstance(action, str):
-        text, kind = action, "text"
+def stored_action(action: Action | bytes) -> tuple[Action, dict[str, Any] | None]:
+    """``action`` as the episode record keeps it, and a note when that is not the action
+    itself (``{"kind": "text" | "structured", ...}``):
+
+    - text no JSON can hold (lone surrogates; bytes that are not UTF-8) is kept as the env
+      read it, U+FFFD for each bad character, with ``"sanitized": true`` (replay then expects
+      the env's ``action_sanitized``);
+    - an action over ``STORED_ACTION_CHARS`` (its JSON text, when structured) keeps its first
+      ``STORED_ACTION_PREFIX`` characters, with ``"chars"``, ``"sha256"`` and
+      ``"prefix_chars"`` of the whole, so a record's size is bounded.
+    """
+    kept: Action
+    if isinstance(action, (str, bytes)):
+        text, sanitized = clean_text(action)
+        kind, kept = "text", text
     else:
-        text, kind = _json_text(action), "structured"
+        text, sanitized = _json_text(action)
+        kind = "structured"
+        kept = json.loads(text) if sanitized else action
+    note: dict[str, Any] = {"kind": kind, "sanitized": True} if sanitized else {}
     if len(text) <= STORED_ACTION_CHARS:
-        return action, None
-    whole = text.encode("utf-8", errors="surrogatepass")
+        return kept, note or None
+    whole = text.encode("utf-8")
     return text[:STORED_ACTION_PREFIX], {
         "kind": kind,
+        **note,
         "chars": len(text),
         "sha256": hashlib.sha256(whole).hexdigest(),
         "prefix_chars": STORED_ACTION_PREFIX,
     }
 
 
-def _json_text(action: Any) -> str:
-    """A structured action's JSON text ("" when it has none: a cycle, absurd nesting)."""
+def _json_text(action: Any) -> tuple[str, bool]:
+    """A structured action's JSON text, and whether lone surrogates in it were replaced
+    ("" when no JSON can hold it: a cycle, absurd nesting; the card then drops the episode)."""
     try:
-        return orjson.dumps(action, option=orjson.OPT_SORT_KEYS).decode("utf-8")
+        return orjson.dumps(action, option=orjson.OPT_SORT_KEYS).decode("utf-8"), False
     except TypeError:  # lone surrogates, 64-bit overflow, deep nesting: the slow encoder
         try:
-            return json.dumps(action, ensure_ascii=False, sort_keys=True, default=repr)
+            raw = json.dumps(action, ensure_ascii=False, sort_keys=True, default=repr)
         except (TypeError, ValueError, RecursionError):
-            return ""
+            return "", False
+        return clean_text(raw)
 
 
 def action_is_whole(step: Mapping[str, Any]) -> bool:
@@ -220,6 +234,58 @@ class DropRecord:
     wall_seconds: float = 0.0
 
 
+class PlannedIdentity(Protocol):
+    """What names one planned episode: a ``PlannedEpisode``, or a record of one."""
+
+    @property
+    def plan_id(self) -> str: ...
+    @property
+    def env_id(self) -> str: ...
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def sample(self) -> int: ...
+    @property
+    def difficulty(self) -> str | None: ...
+    @property
+    def tags(self) -> Sequence[str]: ...
+    @property
+    def seed(self) -> int: ...
+    @property
+    def seed_derivation(self) -> Sequence[str | int]: ...
+
+
+def drop_record(
+    planned: PlannedIdentity,
+    drop_class: DropClass,
+    stage: Stage,
+    error: str,
+    *,
+    traceback: str | None = None,
+    attempts: int = 1,
+    **known: Any,
+) -> DropRecord:
+    """The drop of ``planned``: its identity, the class, stage and one-line error (cut to
+    500 characters; the class names it when empty), and whatever else is known of it."""
+    return DropRecord(
+        plan_id=planned.plan_id,
+        env_id=planned.env_id,
+        task_id=planned.task_id,
+        sample=planned.sample,
+        difficulty=planned.difficulty,
+        tags=list(planned.tags),
+        seed=planned.seed,
+        seed_derivation=list(planned.seed_derivation),
+        drop_class=drop_class,
+        counted_as=COUNTED_AS[drop_class],
+        stage=stage,
+        error=error.splitlines()[0][:500] if error else drop_class,
+        traceback=traceback,
+        attempts=attempts,
+        **known,
+    )
+
+
 # -- reading records back --------------------------------------------------------------------
 _STEP_KEYS = frozenset(
     {"turn", "agent_seed", "action", "agent", "tool_calls", "tool_results", "grade", "reward", "terminated"}
@@ -270,26 +336,16 @@ def _plainly_a_record(data: Any, kind: Literal["episode", "drop"]) -> bool:
     once per line); anything unusual gets the full walk, which names the problem."""
     if type(data) is not dict or not data.keys() >= (_EPISODE_KEYS if kind == "episode" else _DROP_KEYS):
         return False
-    steps, grade = data["steps"], data.get("grade")
+    steps = data["steps"]
     return (
         type(data["plan_id"]) is str
         and type(data["env_id"]) is str
         and type(data["task_id"]) is str
         and type(steps) is list
-        and (kind == "drop" or grade is None or (type(grade) is dict and grade.keys() >= _GRADE_KEYS))
+        and (kind == "drop" or _grade_problem(data["grade"], "") is None)
         and (kind == "episode" or data["drop_class"] in DROP_CLASSES)
         and all(type(step) is dict and step.keys() >= _STEP_KEYS and type(step["turn"]) is int for step in steps)
-        and all(type(step["info"]) is dict and _plain_grade(step["grade"]) for step in steps)
-        and (grade is None or (type(grade["components"]) is dict and type(grade["required"]) is list))
-    )
-
-
-def _plain_grade(grade: Any) -> bool:
-    return grade is None or (
-        type(grade) is dict
-        and grade.keys() >= _GRADE_KEYS
-        and type(grade["components"]) is dict
-        and type(grade["required"]) is list
+        and all(type(step["info"]) is dict and _grade_problem(step["grade"], "") is None for step in steps)
     )
 
 

@@ -103,5 +103,10 @@ def register_envs() -> None:
 def make_env(env_id: str, split: Split, env_kwargs: Mapping[str, Any]) -> FrozenEnv:
     """The env behind ``env_id`` on ``split``, unwrapped from Gymnasium's wrappers (the
     runner, the plan and replays call the env's own methods). Raises what
-    ``gymnasium.make`` raises for an unknown id or bad ``env_kwargs``."""
-    return cast("FrozenEnv", gymnasium.make(env_id, split=split, **env_kwargs).unwrapped)
+    ``gymnasium.make`` raises for an unknown id, and ``ValueError`` naming the id for
+    ``env_kwargs`` it does not take (``max_turns`` on a single-turn id, say)."""
+    try:
+        env = gymnasium.make(env_id, split=split, **env_kwargs)
+    except TypeError as error:  # the env's __init__ refused a keyword
+        raise ValueError(f"{env_id} does not take these options {sorted(env_kwargs)}: {error}") from error
+    return cast("FrozenEnv", env.unwrapped)

@@ -24,7 +24,7 @@ from frostgym.core.tasks import Task
 from frostgym.envs.sql.tasks import sql_source
 from frostgym.graders.sql_execution import DEFAULT_CONFIG, SQLGraderConfig, grade_sql
 from frostgym.sql.connections import schema_prompt, shared_database
-from frostgym.sql.executor import format_result
+from frostgym.sql.executor import ExecutionLimits, format_result
 from frostgym.tools.schemas import function_tools, single_tool_call
 
 SYSTEM_PROMPT = (
@@ -49,7 +49,9 @@ class SQLEnv(FrozenEnv):
     family = "sql"
     # 1.1: info records tool_calls / tool_results. 1.2: an exploratory query past the executor's
     # memory bound reads "Error (error): query needed more than 64 MiB of memory" (was a timeout).
-    env_version = "1.2.0"
+    # 1.3: info's tool_calls keep a query past the executor's length limit cut, not whole (a 50 MB
+    # <answer> made a 50 MB record; no such query ever runs).
+    env_version = "1.3.0"
 
     def __init__(
         self,
@@ -112,4 +114,8 @@ class SQLEnv(FrozenEnv):
 
 
 def _call(name: str, query: str) -> dict[str, Any]:
+    """The call as ``info`` records it: a query longer than any the executor runs is cut."""
+    limit = ExecutionLimits().max_sql_chars
+    if len(query) > limit:
+        query = f"{query[:limit]}\n[frostgym: query cut from {len(query):,} characters]"
     return {"name": name, "arguments": {"query": query}}
