@@ -46,6 +46,18 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+@pytest.fixture(autouse=True)
+def _python_sigint_handler() -> Iterator[None]:
+    """Ctrl-C as a plain Python process has it, here and in the children these tests start:
+    a test that ran earlier in the same worker may have left SIGINT ignored or replaced (a
+    child inherits an ignored SIGINT, and Python then installs no handler of its own)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 @contextmanager
 def _handler(signum: int, handler: Callable[[int, FrameType | None], Any]) -> Iterator[None]:
     previous = signal.signal(signum, handler)
