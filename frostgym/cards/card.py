@@ -79,14 +79,22 @@ class CardWriter:
     """Owns one card directory while a run (or a resumed run) writes to it."""
 
     def __init__(
-        self, directory: Path, card: dict[str, Any], done: set[str], fsync_seconds: float, lock: int | None = None
+        self,
+        directory: Path,
+        card: dict[str, Any],
+        done: set[str],
+        fsync_seconds: float,
+        lock: int | None = None,
+        verified: Mapping[str, JsonlContents] | None = None,
     ) -> None:
+        """``verified``: the two files as a resume read and checked them (new card: none)."""
         self.directory = directory
         self.card = card
         self.done = done  # plan ids already recorded (non-empty on resume)
         self._lock = _lock(directory) if lock is None else lock
-        self._episodes = JsonlAppender(directory / EPISODES_FILE, fsync_seconds)
-        self._drops = JsonlAppender(directory / DROPS_FILE, fsync_seconds)
+        verified = verified or {}
+        self._episodes = JsonlAppender(directory / EPISODES_FILE, fsync_seconds, verified.get(EPISODES_FILE))
+        self._drops = JsonlAppender(directory / DROPS_FILE, fsync_seconds, verified.get(DROPS_FILE))
         self._journal = JsonlAppender(directory / JOURNAL_FILE, 0.0)
         self._closed = False
 
@@ -180,7 +188,7 @@ class CardWriter:
         card["sessions"].append({"started_at": _now(), "ended_at": None, "resumed": True, "written": 0})
         write_json_atomic(directory / CARD_FILE, card)  # the new checkpoint first, then the old journal goes
         (directory / JOURNAL_FILE).unlink(missing_ok=True)
-        return cls(directory, card, done, fsync_seconds, lock)
+        return cls(directory, card, done, fsync_seconds, lock, contents)
 
     # -- the EpisodeSink interface ---------------------------------------------------------
     def add(self, outcome: EpisodeRecord | DropRecord) -> None:

@@ -19,7 +19,7 @@ import time
 import zlib
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
@@ -87,17 +87,21 @@ class JsonlAppender:
     keeps the running checksums of the whole file (what was there when it opened, plus
     every line it appended) so a card can record a checkpoint at each fsync."""
 
-    def __init__(self, path: Path, fsync_seconds: float = 1.0) -> None:
+    def __init__(self, path: Path, fsync_seconds: float = 1.0, start: JsonlContents | None = None) -> None:
+        """``start``: what the file already holds, as a resume read and verified it (its
+        running checksum goes on from there without reading the file again); without it
+        the file is read (a new card's files are empty)."""
         self.path = path
         self.fsync_seconds = fsync_seconds
-        existing = path.read_bytes() if path.exists() else b""  # the verified prefix, on resume
+        if start is None:
+            start = parse_jsonl(path, path.read_bytes() if path.exists() else b"")
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._pending: list[bytes] = []
         self._last_fsync = time.monotonic()
         self._unsynced = False
-        self._sha256 = hashlib.sha256(existing)
-        self._bytes = len(existing)
-        self._lines = existing.count(b"\n")
+        self._sha256 = start.hasher.copy()
+        self._bytes = start.bytes
+        self._lines = len(start.records)
         self._new_crcs = bytearray()  # 4 bytes per line appended since the last checkpoint()
 
     def append(self, obj: Any) -> None:
@@ -124,8 +128,10 @@ class JsonlAppender:
         return False
 
     def sync(self) -> None:
-        os.fsync(self._fd)
-        self._unsynced = False
+        """fsync what was written since the last one (nothing to do when nothing was)."""
+        if self._unsynced:
+            os.fsync(self._fd)
+            self._unsynced = False
         self._last_fsync = time.monotonic()
 
     def checkpoint(self) -> dict[str, Any]:
@@ -169,6 +175,7 @@ class JsonlContents:
     bytes: int
     line_crc32: str  # 8 hex digits per line: locates an edited line, the sha256 proves the file
     repaired_bytes: int  # bytes of a partial last line that repair cut off (or ignore left unread)
+    hasher: Any = field(repr=False, compare=False)  # the sha256 state over those bytes, to append from
 
     def manifest(self) -> dict[str, Any]:
         return {"sha256": self.sha256, "bytes": self.bytes, "lines": len(self.records), "line_crc32": self.line_crc32}
@@ -209,7 +216,8 @@ def parse_jsonl(path: Path, data: bytes, *, torn: TornLine = "error", kind: Reco
                 raise CardCorruptError(f"{path} line {number}: {problem} (edited, or not a frostgym card?)")
             records.append(record)
     digests = b"".join(crc.to_bytes(4, "big") for crc in crcs).hex()
-    return JsonlContents(records, hashlib.sha256(data).hexdigest(), len(data), digests, repaired)
+    hasher = hashlib.sha256(data)
+    return JsonlContents(records, hasher.hexdigest(), len(data), digests, repaired, hasher)
 
 
 def cut_torn_line(path: Path, size: int) -> None:

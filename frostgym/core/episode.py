@@ -20,9 +20,9 @@ from frostgym.core.messages import Action, Message, Observation, clean_text
 #: An action is stored whole in the episode record up to this many characters (its JSON
 #: text, for a structured action): the longest reply a well-behaved policy emits
 #: (``TextActionSpace.max_chars``). A longer one is stored as its first
-#: ``STORED_ACTION_PREFIX`` characters with its length and sha256 (``StepRecord.action_stored``):
-#: a 50 MB reply must not make a 100 MB card, and every env grades such a reply by its
-#: length alone (``too_long``).
+#: ``STORED_ACTION_PREFIX`` characters with its length and sha256 (``StepRecord.action_stored``),
+#: so a 50 MB reply does not make a 100 MB card; replay and regrade list such an episode as
+#: not replayable rather than play a prefix.
 STORED_ACTION_CHARS = 1_000_000
 #: How much of an over-long action the record keeps: what the env's own history keeps.
 STORED_ACTION_PREFIX = 20_000
