@@ -31,6 +31,7 @@ from frostgym.cards.store import (
     TornLine,
     chain_checkpoints,
     cut_torn_line,
+    fsync_directory,
     gc_paused,
     manifest_problem,
     parse_jsonl,
@@ -139,7 +140,7 @@ class CardWriter:
                 os.rename(staging, directory)  # replaces an empty directory in one step
             except OSError as error:
                 raise FileExistsError(f"{directory} is not empty: another run created it ({error.strerror})") from None
-            _fsync_directory(directory.parent)
+            fsync_directory(directory.parent)
         except BaseException:
             os.close(lock)
             shutil.rmtree(staging, ignore_errors=True)
@@ -307,14 +308,6 @@ def _remove_abandoned_builds(directory: Path) -> None:
         finally:
             os.close(fd)
         shutil.rmtree(staging, ignore_errors=True)
-
-
-def _fsync_directory(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _check_ids(ids: Iterable[str], plan_ids: set[str]) -> None:

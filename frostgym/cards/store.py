@@ -267,11 +267,16 @@ def write_json_atomic(path: Path, obj: Any) -> None:
     except BaseException:  # a full disk, an unencodable value: leave the old file and no debris
         tmp.unlink(missing_ok=True)
         raise
-    directory = os.open(path.parent, os.O_RDONLY)
+    fsync_directory(path.parent)
+
+
+def fsync_directory(path: Path) -> None:
+    """Make a rename or a new entry in ``path`` durable."""
+    fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(directory)
+        os.fsync(fd)
     finally:
-        os.close(directory)
+        os.close(fd)
 
 
 def read_json(path: Path) -> Any:
