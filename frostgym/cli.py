@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import gymnasium
 import typer
@@ -16,7 +16,7 @@ from rich.table import Table
 from frostgym.core.env import FrozenEnv
 from frostgym.core.errors import FrostgymError
 from frostgym.core.splits import PUBLIC_SPLITS, check_split
-from frostgym.core.tasks import ProceduralSource
+from frostgym.core.tasks import TaskSource
 from frostgym.envs.registry import EnvEntry
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Frozen, seeded Gymnasium envs for LLM agents.")
@@ -34,7 +34,34 @@ def _envs() -> list[tuple[EnvEntry, FrozenEnv]]:
     themselves, so a new family needs no change here."""
     from frostgym.envs.registry import ENTRIES
 
-    return [(e, cast(FrozenEnv, gymnasium.make(e.id).unwrapped)) for e in ENTRIES]
+    return [(e, _make(e.id)) for e in ENTRIES]
+
+
+def _make(env_id: str, **kwargs: Any) -> FrozenEnv:
+    """The env behind any gymnasium id (one registered outside frostgym too), unwrapped."""
+    try:
+        env = gymnasium.make(env_id, **kwargs).unwrapped
+    except (TypeError, ValueError, gymnasium.error.Error) as error:
+        raise typer.BadParameter(f"{env_id}: {error}") from error
+    if not isinstance(env, FrozenEnv):
+        raise typer.BadParameter(f"{env_id} is not a frostgym env")
+    return env
+
+
+def _json_object(text: str, option: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise typer.BadParameter(f"{option} is not JSON: {error}") from error
+    if not isinstance(value, dict):
+        raise typer.BadParameter(f"{option} must be a JSON object, got {text!r}")
+    return value
+
+
+TASK_CONFIG_HELP = (
+    "The task generator's config as a JSON object, e.g. '{\"max_operand\": 9}' for Arithmetic-v0; "
+    "unknown keys are refused. Its tasks get tagged ids; envs without a config refuse the option."
+)
 
 
 @app.command("list")
@@ -49,6 +76,7 @@ def list_envs(as_json: Annotated[bool, typer.Option("--json", help="Print JSON i
                 "family": env.family,
                 "difficulty": env.source.difficulty,
                 "tasks": sizes,
+                "task_config": None if env.source.config_type is None else env.source.config_record(),
                 "summary": e.summary,
             }
         )
@@ -96,6 +124,7 @@ def eval_cmd(
     max_turns: Annotated[
         int | None, typer.Option(min=1, help="Override every env's turn limit (default: each env's own).")
     ] = None,
+    task_config: Annotated[str | None, typer.Option(metavar="JSON", help=TASK_CONFIG_HELP)] = None,
     backend: Annotated[
         str, typer.Option(help="local: envs in this process | ray: envs in Ray actors (pip install frostgym[ray]).")
     ] = "local",
@@ -129,9 +158,12 @@ def eval_cmd(
         for env_id in env_ids:
             entry(env_id)
         ks = [int(x) for x in k.split(",") if x.strip()]
+        env_kwargs: dict[str, Any] = {} if max_turns is None else {"max_turns": max_turns}
+        if task_config is not None:
+            env_kwargs["task_config"] = _json_object(task_config, "--task-config")
         options = RunOptions(
             split=check_split(split),
-            env_kwargs={} if max_turns is None else {"max_turns": max_turns},
+            env_kwargs=env_kwargs,
             batch_size=batch_size,
             workers=workers,
             retries=retries,
@@ -295,23 +327,51 @@ def schema_cmd(
 @app.command("lock")
 def lock_cmd(
     write: Annotated[bool, typer.Option(help="Rewrite the lock files instead of checking them.")] = False,
+    env: Annotated[
+        str | None, typer.Option(help="Only this env id (any registered one, a family kept outside frostgym too).")
+    ] = None,
+    task_config: Annotated[
+        str | None,
+        typer.Option(metavar="JSON", help="With --env: that config of its task source (--write adds its entry)."),
+    ] = None,
 ) -> None:
-    """Check (or, after a reviewed data change, rewrite) the locked task-data hashes."""
-    from frostgym.core.fixture_lock import lock_entry, read_lock, write_lock
+    """Check (or, after a reviewed data change, rewrite) the locked task-data hashes: each
+    env's task source with its default config, and every other config its lock file holds.
+    With --env, only that env's entries are checked or (--write) written into its lock."""
+    from frostgym.core.fixture_lock import merge_lock, read_lock, write_lock
 
-    by_family: dict[str, dict[str, ProceduralSource]] = {}
-    for _, env in _envs():
-        by_family.setdefault(env.family, {})[env.source.name] = env.source
-    bad = []
-    for family, sources in sorted(by_family.items()):
-        if write:
-            console.print(f"wrote {write_lock(family, list(sources.values()))}")
+    if task_config is not None and env is None:
+        raise typer.BadParameter("--task-config needs --env")
+    made = [(env, _make(env))] if env is not None else [(e.id, made) for e, made in _envs()]
+    # lock file -> (family, id prefix) -> source
+    targets: dict[Path, dict[tuple[str, str], TaskSource]] = {}
+    for env_id, instance in made:
+        sources = targets.setdefault(instance.lock_file, {})
+        if task_config is not None:
+            configured = _make(env_id, task_config=_json_object(task_config, "--task-config")).source
+            sources[(instance.family, configured.id_prefix)] = configured
             continue
-        locked = read_lock(family)
-        for name, source in sorted(sources.items()):
-            ok = locked.get(name) == lock_entry(source)
-            bad += [] if ok else [f"{family}/{name}"]
-            console.print(f"{family}/{name}: {'ok' if ok else 'MISMATCH'}")
+        sources[(instance.family, instance.source.id_prefix)] = instance.source
+        for key, entry in read_lock(instance.lock_file).items():
+            if key.startswith(f"{instance.source.name}~"):  # another config of this source
+                other = _make(env_id, task_config=entry.get("config")).source
+                sources[(instance.family, other.id_prefix)] = other
+    bad = []
+    for path, sources in sorted(targets.items()):
+        if write:  # a whole file from every env, or one env's entries merged into it
+            if env is None:
+                write_lock(path, sources.values())
+            else:
+                for source in sources.values():
+                    merge_lock(path, source)
+            console.print(f"wrote {path}")
+            continue
+        locked = read_lock(path)
+        for (family, prefix), source in sorted(sources.items()):
+            entry = locked.get(prefix)
+            verdict = "not locked" if entry is None else "ok" if entry == source.lock_record() else "MISMATCH"
+            bad += [] if verdict == "ok" else [f"{family}/{prefix}"]
+            console.print(f"{family}/{prefix}: {verdict}")
     if bad:
         raise typer.Exit(1)
 

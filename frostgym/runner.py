@@ -22,6 +22,8 @@ from frostgym.agents.base import Agent, AgentReply, AgentRequest
 from frostgym.core.episode import (
     DROP_CLASSES,
     RETRYABLE,
+    STAGES,
+    Drop,
     DropClass,
     DropRecord,
     EpisodeRecord,
@@ -51,7 +53,8 @@ class EpisodeSink(Protocol):
 
 @dataclass
 class MemorySink:
-    """Keeps outcomes in a list: for library use, tests and the no-card baseline."""
+    """Keeps outcomes in a list, in the order they ended: for library use, tests and the
+    no-card baseline. ``episodes`` and ``drops`` split them by kind."""
 
     outcomes: list[Outcome] = field(default_factory=list)
 
@@ -111,6 +114,17 @@ class LocalEnvs:
 
 @dataclass(frozen=True)
 class RunOptions:
+    """How a plan is played. None of these changes an episode's content: the same plan
+    gives the same records with any batch size, worker count or backend.
+
+    ``split`` and ``env_kwargs`` are what every env is made with; ``batch_size`` the
+    episodes in flight, so the requests in one agent call; ``workers`` the threads stepping
+    envs in parallel (sandboxed code, tool I/O); ``retries`` the extra attempts, from reset,
+    of an episode whose drop class is ``RETRYABLE``; ``max_drops`` how many episodes may
+    drop before the rest of the plan is ``cancelled`` (None: never). Raises ``ValueError``
+    for a batch size or worker count below 1, or negative retries.
+    """
+
     split: Split = "dev"
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     batch_size: int = 64  # episodes in flight, and so requests per agent call
@@ -123,12 +137,13 @@ class RunOptions:
             raise ValueError(f"invalid run options: {self}")
 
 
-@dataclass
-class _Failure:
-    drop_class: DropClass
-    stage: Stage
-    error: str
-    traceback: str | None
+@dataclass(frozen=True)
+class Failure:
+    """How an attempt at an episode ended without a grade: its drop, and the traceback of
+    the exception that ended it (None when none did)."""
+
+    drop: Drop
+    traceback: str | None = None
 
 
 @dataclass
@@ -147,22 +162,27 @@ class _Live:
     started: float
 
 
-def env_drop(steps: list[StepRecord]) -> _Failure | None:
-    """The first drop an env declared in a step's ``info["drop"]`` (see ``Reply.drop``)."""
+def env_drop(steps: list[StepRecord]) -> Drop | None:
+    """The first drop an env declared in a step's ``info["drop"]`` (``Reply.drop``); an
+    ``info["drop"]`` that is not a drop (a foreign env's) is not one."""
     for step in steps:
-        drop = step.info.get("drop")
-        if isinstance(drop, dict) and drop.get("drop_class") in DROP_CLASSES:
-            return _Failure(drop["drop_class"], "step", str(drop.get("error", ""))[:500], None)
+        if "drop" in step.info:
+            try:
+                return Drop.from_json(step.info["drop"])
+            except ValueError:
+                continue
     return None
 
 
-def failure_of(error: BaseException, stage: Stage, default: DropClass) -> _Failure:
-    """The drop class (and stage) an exception declares (``drop_class`` on frostgym's
-    errors), else the stage's defaults."""
-    drop_class: DropClass = getattr(error, "drop_class", default)
-    stage = getattr(error, "stage", stage)
-    message = f"{type(error).__name__}: {error}".splitlines()[0][:500]
-    return _Failure(drop_class, stage, message, "".join(traceback.format_exception(error)).strip())
+def failure_of(error: BaseException, stage: Stage, default: DropClass) -> Failure:
+    """How ``error``, raised at ``stage``, ends an episode: the ``drop_class`` and ``stage``
+    it declares (``FrostgymError``; any exception may carry them), else ``default`` and
+    ``stage``; the error's first line, and its traceback."""
+    declared = getattr(error, "drop_class", None)
+    drop_class: DropClass = declared if declared in DROP_CLASSES else default
+    at = getattr(error, "stage", None)
+    drop = Drop(drop_class, at if at in STAGES else stage, f"{type(error).__name__}: {error}")
+    return Failure(drop, "".join(traceback.format_exception(error)).strip())
 
 
 def run_plan(
@@ -175,9 +195,17 @@ def run_plan(
     on_outcome: Callable[[Outcome], None] | None = None,
     envs: EnvBackend | None = None,
 ) -> None:
-    """Play every planned episode into ``sink``. ``skip`` maps plan ids to a reason: those
-    are recorded as ``skipped`` drops without running. ``envs`` is where the envs live
-    (default: this process, ``LocalEnvs``)."""
+    """Play every planned episode with ``agent`` and hand each outcome to ``sink`` (an
+    ``EpisodeRecord`` when it was scored, a ``DropRecord`` when it was not), committing the
+    sink at each batch boundary. ``skip`` maps plan ids to a reason: those are recorded as
+    ``skipped`` drops without running. ``on_outcome`` is called with each outcome after the
+    sink took it. ``envs`` is where the envs live (default: this process, ``LocalEnvs``).
+
+    Nothing one episode does stops the run: an agent or env exception, a grader bug, a
+    sandbox kill or a replay miss becomes that episode's drop (``Drop``, with the
+    traceback), retried first when ``options.retries`` allows. What does stop it is raised:
+    an exception from ``sink`` (a full disk), from ``on_outcome``, or ``KeyboardInterrupt``;
+    every env is closed first."""
     options = options or RunOptions()
     envs = envs or LocalEnvs()
     _Run(agent, sink, options, on_outcome, envs).run(plan, skip or {})
@@ -206,7 +234,7 @@ class _Run:
         queue: deque[_Attempt] = deque()
         for planned in plan:
             if planned.plan_id in skip:
-                self.drop(_Attempt(planned), _Failure("skipped", "runner", skip[planned.plan_id], None), None)
+                self.drop(_Attempt(planned), Failure(Drop("skipped", "runner", skip[planned.plan_id])), None)
             else:
                 queue.append(_Attempt(planned))
         self.sink.commit()
@@ -297,15 +325,15 @@ class _Run:
         agent_seconds = (time.perf_counter() - began) / len(requests)
         stepping = list(zip(live, requests, replies, strict=True))
 
-        def step(job: tuple[_Live, AgentRequest, AgentReply]) -> _Failure | StepRecord:
+        def step(job: tuple[_Live, AgentRequest, AgentReply]) -> Failure | StepRecord:
             return self.step(job[0], job[1], job[2], agent_seconds)
 
-        results: Iterable[_Failure | StepRecord] = (
+        results: Iterable[Failure | StepRecord] = (
             self.pool.map(step, stepping) if self.pool is not None else [step(job) for job in stepping]
         )
         still_live = []
         for (item, _, _), result in zip(stepping, results, strict=True):
-            if isinstance(result, _Failure):
+            if isinstance(result, Failure):
                 self.fail(item.attempt, result, item, queue)
             elif result.terminated or result.truncated:
                 self.finish(item)
@@ -313,11 +341,9 @@ class _Run:
                 still_live.append(item)
         return still_live
 
-    def step(
-        self, item: _Live, request: AgentRequest, reply: AgentReply, agent_seconds: float
-    ) -> _Failure | StepRecord:
-        if reply.error is not None:
-            return _Failure(reply.error_class, "agent", reply.error.splitlines()[0][:500] or "agent error", None)
+    def step(self, item: _Live, request: AgentRequest, reply: AgentReply, agent_seconds: float) -> Failure | StepRecord:
+        if reply.drop is not None:
+            return Failure(reply.drop)
         began = time.perf_counter()
         try:
             observation, reward, terminated, truncated, info = item.env.step(reply.action)
@@ -354,31 +380,30 @@ class _Run:
         self.free_envs.setdefault(item.record.env_id, []).append(item.env)
         declared = env_drop(item.record.steps)
         if declared is not None:  # it ran to the end, but cannot be scored normally
-            self.drop(item.attempt, declared, item)
+            self.drop(item.attempt, Failure(declared), item)
             return
         self.emit(item.record)
 
-    def fail(self, attempt: _Attempt, failure: _Failure, item: _Live | None, queue: deque[_Attempt]) -> None:
+    def fail(self, attempt: _Attempt, failure: Failure, item: _Live | None, queue: deque[_Attempt]) -> None:
+        drop = failure.drop
         if item is not None:
-            if failure.stage == "agent":  # the env is fine; a broken env is not reused
+            if drop.stage == "agent":  # the env is fine; a broken env is not reused
                 self.free_envs.setdefault(item.record.env_id, []).append(item.env)
             else:
                 item.env.close()
-        if failure.drop_class in RETRYABLE and attempt.number <= self.options.retries:
-            queue.appendleft(_Attempt(attempt.planned, attempt.number + 1, [*attempt.earlier_errors, failure.error]))
+        if drop.drop_class in RETRYABLE and attempt.number <= self.options.retries:
+            queue.appendleft(_Attempt(attempt.planned, attempt.number + 1, [*attempt.earlier_errors, drop.error]))
             return
         self.drop(attempt, failure, item)
 
-    def drop(self, attempt: _Attempt, failure: _Failure, item: _Live | None) -> None:
+    def drop(self, attempt: _Attempt, failure: Failure, item: _Live | None) -> None:
         planned = attempt.planned
-        self.dropped += failure.drop_class not in ("skipped", "cancelled")
+        self.dropped += failure.drop.counted_as == "failure"
         record = item.record if item is not None else None
         self.emit(
             drop_record(
                 planned,
-                failure.drop_class,
-                failure.stage,
-                failure.error,
+                failure.drop,
                 traceback=failure.traceback,
                 attempts=attempt.number,
                 earlier_errors=attempt.earlier_errors,
@@ -394,9 +419,9 @@ class _Run:
         reason = f"run cancelled: more than max_drops={self.options.max_drops} episodes dropped"
         for item in live:
             item.env.close()
-            self.drop(item.attempt, _Failure("cancelled", "runner", reason, None), item)
+            self.drop(item.attempt, Failure(Drop("cancelled", "runner", reason)), item)
         while queue:
-            self.drop(queue.popleft(), _Failure("cancelled", "runner", reason, None), None)
+            self.drop(queue.popleft(), Failure(Drop("cancelled", "runner", reason)), None)
 
     def emit(self, outcome: Outcome) -> None:
         self.sink.add(outcome)
@@ -414,8 +439,13 @@ def evaluate(
     options: RunOptions | None = None,
     envs: EnvBackend | None = None,
 ) -> MemorySink:
-    """Plan and run in memory, without a card: for library use and quick checks. ``envs``
-    as in ``run_plan``."""
+    """Plan ``episodes`` tasks of each env in ``env_ids`` (every task of a finite split when
+    None) times ``samples``, seeded from ``seed``, play the plan with ``agent`` and return
+    the outcomes in memory, without a card: for library use and quick checks. ``options``
+    and ``envs`` as in ``run_plan``. Raises ``ValueError`` for what no plan can hold
+    (episodes or samples below 1, a negative seed, an env id twice, more episodes than a
+    finite split has), gymnasium's ``UnregisteredEnv`` for an unknown env id, and what
+    ``run_plan`` lets through."""
     options = options or RunOptions()
     plan = make_plan(
         env_ids, split=options.split, episodes=episodes, samples=samples, seed=seed, env_kwargs=options.env_kwargs

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from frostgym.code.humaneval import humaneval_source
 from frostgym.envs.code.env import problem_of
+from frostgym.envs.code.tasks import humaneval_source
 from frostgym.graders.code_tests import CodeProblem
 from frostgym.sandbox.backends import BackendName, make_launcher, unavailable_reason
 from frostgym.sandbox.client import Sandbox

@@ -16,7 +16,7 @@ import gymnasium
 
 from frostgym.core.env import Reply
 from frostgym.core.errors import SandboxMemoryError, SandboxTimeoutError
-from frostgym.core.grade import Grade, call_grader
+from frostgym.core.grade import Grade, GraderSpec, call_grader
 from frostgym.core.tasks import Task
 from frostgym.envs.math.env import MathEnv
 
@@ -47,13 +47,13 @@ def _run_untrusted(code: str) -> None:
         raise SandboxMemoryError("untrusted code ran past 256 MiB")
 
 
+_BROKEN = GraderSpec(name="broken", version="0", labels=(), weights={"correctness": 1.0}, required=("correctness",))
+
+
 def _broken_grader(reply: str, gold: str) -> Grade:
     return Grade.weighted(
+        _BROKEN,
         components={"correctness": float(reply == gold) / 0},  # a grader bug
-        weights={"correctness": 1.0},
-        required=("correctness",),
-        grader="broken",
-        grader_version="0",
         label=None,
         details={},
     )

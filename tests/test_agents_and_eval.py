@@ -90,7 +90,7 @@ def test_agent_failure_is_recorded_not_raised() -> None:
     run = evaluate([MATH], _Flaky(), episodes=12, seed=0, options=RunOptions(batch_size=4, retries=0))
     assert len(run.episodes) == 8 and len(run.drops) == 4
     drop = run.drops[0]
-    assert drop.drop_class == "agent_error" and drop.stage == "agent" and drop.counted_as == "failure"
+    assert drop.drop.drop_class == "agent_error" and drop.drop.stage == "agent" and drop.counted_as == "failure"
     assert drop.traceback is not None and "model server went away" in drop.traceback
     retried = evaluate([MATH], _Flaky(), episodes=12, seed=0, options=RunOptions(batch_size=4, retries=1))
     assert len(retried.episodes) == 12 and not retried.drops  # the retry from reset succeeds
@@ -110,8 +110,8 @@ def test_cli_eval_writes_a_card(tmp_path: Path) -> None:
     assert len(episodes) == 10 and not drops
     assert card["views"]["by_env"][MATH]["errors_as_failures"]["mean_reward"] == 1.0
     episode = episodes[0]
-    assert {"episode_id", "task_id", "seed", "seed_derivation", "fixture_sha256", "steps", "grade"} <= set(episode)
-    assert episode["observation"][0]["role"] == "system"
+    assert episode.episode_id and episode.seed_derivation and episode.fixture_sha256 and episode.grade is not None
+    assert episode.observation[0]["role"] == "system"
     again = CliRunner().invoke(app, ["eval", "--env", MATH, "--episodes", "5", "--out", str(out)])
     assert again.exit_code == 2 and "--resume" in again.output  # never overwrites a card
 

@@ -16,14 +16,15 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
 from frostgym.agents import AgentReply, AgentRequest, OracleAgent
 from frostgym.cards.card import CardWriter, load_card
 from frostgym.cards.replay import regrade_card, replay_card
 from frostgym.cards.run import card_config, run_to_card
-from frostgym.cards.store import CardCorruptError
-from frostgym.core.episode import STORED_ACTION_PREFIX
+from frostgym.cards.store import CardCorruptError, dumps_line
+from frostgym.core.episode import STORED_ACTION_PREFIX, EpisodeRecord, RecordHead, RecordKind, head_from_line
 from frostgym.plan import make_plan
 from frostgym.runner import RunOptions
 from tests.card_run_script import OPTIONS, SlowOracle, config
@@ -82,7 +83,7 @@ def test_a_lone_surrogate_in_an_action_is_written_not_fatal(tmp_path: Path) -> N
     card = _run(tmp_path / "c", FixedReply("<answer>\ud800 18</answer>", every=2))
     assert card["status"] == "complete" and card["accounting"]["completed"] == 6
     _, episodes, _ = load_card(tmp_path / "c")
-    actions = [s["action"] for e in episodes for s in e["steps"]]
+    actions = [s.action for e in episodes for s in e.steps]
     assert "<answer>\ufffd 18</answer>" in actions  # stored as the env read it
 
 
@@ -91,7 +92,7 @@ def test_python_syntax_surrogate_escape_on_a_tool_env_is_scored_and_resumable(tm
     card = _run(tmp_path / "c", FixedReply("[f(a='\\ud800')]"), env_ids=["frostgym/Tools-v0"], episodes=3, split="test")
     assert card["status"] == "complete" and card["accounting"]["completed"] == 3
     _, episodes, _ = load_card(tmp_path / "c")
-    assert all(e["grade"]["score"] == 0.0 for e in episodes)
+    assert all(e.grade is not None and e.grade["score"] == 0.0 for e in episodes)
     assert replay_card(tmp_path / "c").ok
 
 
@@ -102,8 +103,8 @@ def test_content_no_json_can_hold_becomes_a_drop_with_its_reason(tmp_path: Path)
     assert card["status"] == "complete" and card["accounting"]["balanced"]
     _, episodes, drops = load_card(tmp_path / "c")
     assert drops and len(episodes) + len(drops) == 6
-    assert {d["drop_class"] for d in drops} == {"infra_error"}
-    assert all("could not be written" in d["error"] for d in drops)
+    assert {(d.drop.drop_class, d.drop.stage) for d in drops} == {("infra_error", "runner")}
+    assert all("could not be written" in d.drop.error for d in drops)
 
 
 # -- 4. resume verifies what is on disk ---------------------------------------------------------
@@ -326,12 +327,12 @@ def test_a_huge_reply_is_stored_as_prefix_length_and_hash(tmp_path: Path) -> Non
     assert card["status"] == "complete"
     assert (out / "episodes.jsonl").stat().st_size < 1_000_000
     _, episodes, _ = load_card(out)
-    long_steps = [s for e in episodes for s in e["steps"] if s["action_stored"] is not None]
-    assert long_steps and all(s["grade"]["label"] == "too_long" for s in long_steps)
+    long_steps = [s for e in episodes for s in e.steps if s.action_stored is not None]
+    assert long_steps and all(s.grade is not None and s.grade["label"] == "too_long" for s in long_steps)
     for step in long_steps:
-        assert step["action"] == huge[:STORED_ACTION_PREFIX]
-        assert step["action_stored"]["chars"] == len(huge)
-        assert step["action_stored"]["sha256"] == hashlib.sha256(huge.encode()).hexdigest()
+        assert step.action == huge[:STORED_ACTION_PREFIX] and not step.action_is_whole
+        assert step.action_stored is not None and step.action_stored["chars"] == len(huge)
+        assert step.action_stored["sha256"] == hashlib.sha256(huge.encode()).hexdigest()
     report = replay_card(out)
     assert report.ok and sum(e.not_replayable is not None for e in report.episodes) == len(long_steps)
     regraded = regrade_card(out, tmp_path / "regraded")
@@ -343,8 +344,7 @@ def test_record_problem_names_every_broken_shape(tmp_path: Path) -> None:
     from frostgym.core.episode import record_problem
 
     _run(tmp_path / "c", OracleAgent(), episodes=1)
-    _, episodes, _ = load_card(tmp_path / "c")
-    good = episodes[0]
+    good = orjson.loads((tmp_path / "c" / "episodes.jsonl").read_bytes().splitlines()[0])
     assert record_problem(good, "episode") is None
     broken: list[tuple[Any, str]] = [
         ([1, 2], "JSON array"),
@@ -375,7 +375,7 @@ def test_cards_with_sanitized_actions_replay_identically(tmp_path: Path) -> None
     surrogate_call = {"tool_calls": [{"name": "run_sql", "arguments": {"query": "SELECT '\ud800'"}}]}
     _run(tmp_path / "s", FixedReply(surrogate_call), env_ids=["frostgym/SQL-v0"], episodes=2)
     _, episodes, _ = load_card(tmp_path / "s")
-    assert all(e["steps"][0]["action_stored"] == {"kind": "structured", "sanitized": True} for e in episodes)
+    assert all(e.steps[0].action_stored == {"kind": "structured", "sanitized": True} for e in episodes)
     assert replay_card(tmp_path / "s").ok
 
 
@@ -458,3 +458,33 @@ def test_a_first_session_killed_mid_run_is_checked_against_its_journal(tmp_path:
     (out / "episodes.jsonl").write_bytes(pristine)
     card = run_to_card(out, SlowOracle(), config(), OPTIONS, resume=True)
     assert card["status"] == "complete" and not journal.exists()
+
+
+# -- reading records back ------------------------------------------------------------------------
+
+
+def test_records_read_back_typed_and_heads_from_the_first_fields(tmp_path: Path) -> None:
+    """load_card's typed records write back to the very lines on disk; each line's head
+    decodes from its first fields alone, and a line laid out otherwise (keys sorted, or a
+    nested ``episode_id`` key before the top-level one) gives the same head, read whole."""
+    out = tmp_path / "c"
+    _run(out, FixedReply({"not": "text"}, every=3))  # some episodes drop (an unusable action)
+    _, episodes, drops = load_card(out)
+    assert episodes and drops
+    files = {"episode": out / "episodes.jsonl", "drop": out / "drops.jsonl"}
+    written = {kind: path.read_bytes().splitlines() for kind, path in files.items()}
+    for record, line in [*zip(episodes, written["episode"], strict=True), *zip(drops, written["drop"], strict=True)]:
+        kind: RecordKind = "episode" if isinstance(record, EpisodeRecord) else "drop"
+        as_json = record if isinstance(record, EpisodeRecord) else record.to_json()
+        assert dumps_line(as_json) == line + b"\n"  # decoding lost nothing, and kept the field order
+        head = record.head()
+        assert head_from_line(line, kind) == head
+        prefix = orjson.loads(line[: line.find(b',"episode_id":')] + b"}")  # the fast path's cut
+        assert RecordHead.from_json(prefix, kind) == head
+        assert head_from_line(orjson.dumps(orjson.loads(line), option=orjson.OPT_SORT_KEYS), kind) == head
+    first = orjson.loads(written["episode"][0])
+    first["grade"]["details"] = {"episode_id": "nested", **first["grade"]["details"]}
+    line = orjson.dumps(first)
+    assert line.find(b',"episode_id":') < line.find(b'"observation"')  # the first match is nested
+    assert head_from_line(line, "episode") == RecordHead.from_json(first, "episode")
+    assert {d.drop.drop_class for d in drops} == {"agent_error"} and all(d.counted_as == "failure" for d in drops)

@@ -19,7 +19,7 @@ from frostgym.code.extraction import assemble_program, extract_code
 from frostgym.code.harness import compile_hidden_tests, run_tests
 from frostgym.core.grade import Grade
 from frostgym.graders.adversarial import AdversarialCase, run_suite
-from frostgym.graders.code_tests import LABELS, CodeGraderConfig, grade_code
+from frostgym.graders.code_tests import GRADER, CodeGraderConfig, grade_code
 from frostgym.sandbox.backends import BackendName
 from frostgym.sandbox.client import Sandbox
 from tests.code_helpers import FAST_LIMITS, open_sandbox, problem
@@ -81,7 +81,7 @@ def test_adversarial_suite_is_contained(sandbox: Sandbox, tmp_path: Path) -> Non
         return result
 
     try:
-        report = run_suite("code", grade, LABELS)
+        report = run_suite("code", grade, GRADER)
     finally:
         listener.close()
     assert report.passed, report.render()
@@ -100,8 +100,8 @@ def test_a_task_at_its_memory_limit_is_not_called_again(sandbox: Sandbox) -> Non
     gold = problem("humaneval/test/53")
     grower = "def add(x, y):\n    blocks = []\n    while True:\n        blocks.append(bytearray(10**7))\n"
     tests = compile_hidden_tests(gold.prompt, gold.test, gold.key)
-    with sandbox.task(assemble_program(gold.prompt, extract_code(grower, gold.entry_point)), FAST_LIMITS) as task:
-        outcome = run_tests(tests, task, gold.entry_point)
-        assert task.calls == 1 and task.limit_reached
+    with sandbox.job(assemble_program(gold.prompt, extract_code(grower, gold.entry_point)), FAST_LIMITS) as job:
+        outcome = run_tests(tests, job, gold.entry_point)
+        assert job.calls == 1 and job.limit_reached
     assert outcome.passed == 0 and outcome.failures == outcome.total > 1
-    assert task.finish().termination == "memory_exceeded"
+    assert job.finish().termination == "memory_exceeded"

@@ -12,9 +12,9 @@ from frostgym.agents.oracle import OracleAgent
 from frostgym.cards.replay import replay_card
 from frostgym.code.examples import visible_examples
 from frostgym.code.extraction import assemble_program, extract_code
-from frostgym.code.humaneval import humaneval_source
 from frostgym.core.errors import UnknownTaskError
 from frostgym.envs.code import CodeEnv
+from frostgym.envs.code.tasks import humaneval_source
 from frostgym.runner import RunOptions
 from frostgym.sandbox.backends import unavailable_reason
 from tests.test_card_schema import run
@@ -35,7 +35,7 @@ def test_humaneval_is_read_from_the_package_and_locked() -> None:
     assert len(tasks) == 164
     assert tasks[53].metadata["humaneval_id"] == "HumanEval/53" and tasks[53].task_id == "humaneval/test/53"
     assert source.size("dev") == 0
-    with pytest.raises(UnknownTaskError, match="all 164 problems are in 'test'"):
+    with pytest.raises(UnknownTaskError, match="no task to draw in split 'dev'; its tasks are in 'test'"):
         source.task("dev", 0)
     env = make()
     assert len(env.fixture_sha256) == 64  # checked against fixtures/code/lock.json

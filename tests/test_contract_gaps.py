@@ -92,8 +92,8 @@ def test_the_runner_retries_a_lost_server_then_drops_it_as_infra_error() -> None
     sink = evaluate([CODE], agent, episodes=1, seed=3, options=options)  # type: ignore[arg-type]
     assert sink.episodes == [] and len(sink.drops) == 1
     drop = sink.drops[0]
-    assert (drop.drop_class, drop.stage, drop.attempts) == ("infra_error", "step", 2)
-    assert "ServerLostError" in drop.error and agent.calls == 2
+    assert (drop.drop.drop_class, drop.drop.stage, drop.attempts) == ("infra_error", "step", 2)
+    assert "ServerLostError" in drop.drop.error and agent.calls == 2
 
 
 # -- 2. the sandbox is resolved on first use -------------------------------------------------
@@ -234,8 +234,8 @@ def values():
 def test_subclass_values_arrive_as_fresh_plain_values() -> None:
     box = open_sandbox("jail")
     try:
-        with box.task(SUBCLASSES, FAST_LIMITS) as task:
-            got = task.call("values")
+        with box.job(SUBCLASSES, FAST_LIMITS) as job:
+            got = job.call("values")
         want = [
             {"a": 2, "b": 1, "c": 1},
             {"b": 1, "a": 2},

@@ -1,17 +1,21 @@
-"""The math grader as a pure function: numbers, extraction, weights, purity."""
+"""The math grader as a pure function: numbers, extraction, weights, purity; and what every
+grader declares of itself (``GraderSpec``)."""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable
 from fractions import Fraction
+from typing import Any
 
 import pytest
 
-from frostgym.core.grade import Grade
+from frostgym.core.errors import GraderError
+from frostgym.core.grade import Grade, GraderSpec, call_grader
+from frostgym.graders import code_tests, math_answer, sql_execution, tool_ast, tool_http, tool_state
 from frostgym.graders.adversarial import run_suite
 from frostgym.graders.extraction import extract_answers
-from frostgym.graders.math_answer import GRADER_VERSION, LABELS, MathGraderConfig, grade_math
+from frostgym.graders.math_answer import GRADER, MathGraderConfig, grade_math
 from frostgym.graders.numbers import NotANumber, ParsedNumber, parse_number
 
 T = "<think>ok</think>"
@@ -79,7 +83,7 @@ def test_weights_and_gate_are_recorded() -> None:
     g = grade_math(T + "<answer>19</answer>", "18")
     assert g.score == 0.0 and g.components["format"] == 1.0  # format alone earns nothing
     assert g.weights == {"correctness": 0.8, "format": 0.1, "language": 0.1}
-    assert g.required == ("correctness",) and g.grader_version == GRADER_VERSION
+    assert g.required == ("correctness",) and g.grader_version == GRADER.version
     custom = MathGraderConfig(weights={"correctness": 1.0}, required=())
     assert grade_math("18", "18", custom).score == 1.0
 
@@ -89,6 +93,40 @@ def test_grade_round_trips_as_plain_data() -> None:
     assert Grade.from_dict(g.to_dict()) == g
     with pytest.raises(ValueError, match="score"):
         Grade(1.5, {}, {}, (), "x", "1", None)
+
+
+def test_every_grader_declares_itself_once() -> None:
+    graders = [m.GRADER for m in (math_answer, sql_execution, code_tests, tool_ast, tool_http, tool_state)]
+    assert len({g.name for g in graders}) == len(graders)
+    configs: list[tuple[GraderSpec, Any]] = [
+        (math_answer.GRADER, math_answer.DEFAULT_CONFIG),
+        (sql_execution.GRADER, sql_execution.DEFAULT_CONFIG),
+        (tool_ast.GRADER, tool_ast.DEFAULT_CONFIG),
+        (tool_http.GRADER, tool_http.DEFAULT_CONFIG),
+    ]
+    for grader, config in configs:  # a config's defaults are the declaration's
+        assert dict(config.weights) == dict(grader.weights) and config.required == grader.required
+    g = grade_math(T + "<answer>19</answer>", "18")
+    assert (g.grader, g.grader_version, g.label) == (GRADER.name, GRADER.version, "wrong_answer")
+
+
+def test_a_grade_takes_only_a_label_its_grader_declares() -> None:
+    spec = GraderSpec(name="demo", version="1", labels=("wrong",), weights={"correctness": 1.0}, required=())
+    grade = Grade.weighted(spec, components={"correctness": 0.0}, label="wrong", details={})
+    assert (grade.grader, grade.grader_version, grade.required) == ("demo", "1", ())
+    assert grade.weights == {"correctness": 1.0}
+    with pytest.raises(ValueError, match="undeclared label 'typo'"):
+        Grade.weighted(spec, components={"correctness": 0.0}, label="typo", details={})
+
+    def typo_grader() -> Grade:
+        return Grade.weighted(spec, components={"correctness": 0.0}, label="typo", details={})
+
+    with pytest.raises(GraderError, match="undeclared label"):  # the grader's failure, never the agent's
+        call_grader(typo_grader)
+    with pytest.raises(ValueError, match="positive"):
+        GraderSpec(name="demo", version="1", labels=(), weights={"correctness": 0.0}, required=())
+    with pytest.raises(TypeError):
+        spec.weights["correctness"] = 2.0  # type: ignore[index]
 
 
 def test_grader_is_pure_and_thread_safe() -> None:
@@ -108,7 +146,7 @@ def test_grader_is_pure_and_thread_safe() -> None:
 
 
 def test_adversarial_suite_passes_and_reports_coverage(record_property: Callable[[str, object], None]) -> None:
-    report = run_suite("math", lambda case: grade_math(case.reply, case.gold), LABELS)
+    report = run_suite("math", lambda case: grade_math(case.reply, case.gold), GRADER)
     record_property("adversarial_report", report.render())  # printed in the run's summary (conftest.py)
     assert report.passed, report.render()
     assert report.label_coverage == 1.0

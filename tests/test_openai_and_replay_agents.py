@@ -26,7 +26,7 @@ def test_batch_runs_concurrently_and_accounts_usage() -> None:
         agent = OpenAIAgent(server.base_url, "echo", sampling=SamplingParams(temperature=0.7, stop=("\n",), seed=3))
         replies = agent.act(_requests(6))
     assert [r.action for r in replies] == [f"you said: q{i}" for i in range(6)]
-    assert all(r.error is None and r.finish_reason == "stop" and r.completion_tokens == 7 for r in replies)
+    assert all(r.drop is None and r.finish_reason == "stop" and r.completion_tokens == 7 for r in replies)
     assert agent.usage["requests"] == 6 and agent.usage["completion_tokens"] == 42
     body = server.bodies[0]
     assert body["temperature"] == 0.7 and body["stop"] == ["\n"] and 0 <= body["seed"] < 2**31
@@ -48,15 +48,15 @@ def test_final_errors_are_not_retried_and_error_only_their_episode() -> None:
         broken = OpenAIAgent(server.base_url, "broken", backoff_s=0.01)
         garbage = OpenAIAgent(server.base_url, "garbage", backoff_s=0.01)
         reply = broken.act(_requests(1))[0]
-        assert reply.error is not None and "HTTP 400" in reply.error
-        assert garbage.act(_requests(1))[0].error is not None
+        assert reply.drop is not None and "HTTP 400" in reply.drop.error
+        assert garbage.act(_requests(1))[0].drop is not None
     assert broken.usage["retries"] == 0 and broken.usage["requests"] == 1
 
 
 def test_unreachable_server_fails_after_bounded_retries() -> None:
     agent = OpenAIAgent("http://127.0.0.1:9/v1", "echo", max_retries=2, backoff_s=0.01, timeout_s=1.0)
     reply = agent.act(_requests(1))[0]
-    assert reply.error is not None and agent.usage["retries"] == 2
+    assert reply.drop is not None and agent.usage["retries"] == 2
 
 
 def test_tool_calls_become_structured_actions() -> None:
@@ -71,7 +71,7 @@ def test_openai_spec_runs_an_evaluation_with_errors_recorded() -> None:
         bad = evaluate(["frostgym/Arithmetic-v0"], make_agent(f"openai:{server.base_url}#broken"), episodes=4)
     assert len(good.episodes) == 4 and not good.drops
     assert len(bad.drops) == 4 and not bad.episodes
-    assert all(d.drop_class == "agent_error" and "HTTP 400" in d.error and d.attempts == 2 for d in bad.drops)
+    assert all(d.drop.drop_class == "agent_error" and "HTTP 400" in d.drop.error and d.attempts == 2 for d in bad.drops)
 
 
 def test_replay_agent_reproduces_a_card_and_reports_misses(tmp_path: Path) -> None:
@@ -89,4 +89,4 @@ def test_replay_agent_reproduces_a_card_and_reports_misses(tmp_path: Path) -> No
         assert (r.reward, len(r.steps)) == (by_id[r.plan_id].reward, len(by_id[r.plan_id].steps))
     missed = evaluate(["frostgym/Math-v0"], ReplayAgent.from_card(out), episodes=6, seed=99)
     assert not missed.episodes
-    assert all(d.drop_class == "replay_miss" and d.attempts == 1 for d in missed.drops)
+    assert all(d.drop.drop_class == "replay_miss" and d.attempts == 1 for d in missed.drops)

@@ -183,12 +183,13 @@ def test_each_malformed_reply_errors_only_its_own_episode() -> None:
     for name, reply in zip(names, replies, strict=True):
         expect = FAULTS[name][1]
         if expect.error is not None:
-            assert reply.error is not None, name
-            assert expect.error in reply.error and "malformed reply" in reply.error, (name, reply.error)
-            assert "\n" not in reply.error and len(reply.error) < 700, (name, reply.error)
-            assert reply.error_class == "agent_error"
+            assert reply.drop is not None, name
+            error = reply.drop.error
+            assert expect.error in error and "malformed reply" in error, (name, error)
+            assert "\n" not in error and len(error) <= 500, (name, error)
+            assert (reply.drop.drop_class, reply.drop.stage) == ("agent_error", "agent")
             continue
-        assert reply.error is None, (name, reply.error)
+        assert reply.drop is None, (name, reply.drop)
         assert reply.action == expect.action, name
         assert reply.prompt_tokens == expect.tokens and reply.finish_reason == expect.finish, name
         assert reply.extra.get("logprobs", "absent") == expect.logprobs, name
@@ -202,7 +203,7 @@ def test_the_campaigns_batch_keeps_its_six_valid_replies() -> None:
     contents = ["ok"] * 3 + ["tool_calls_strings"] + ["ok"] * 3 + ["deep_arguments"]
     with ChatServer(respond=_fault) as server:
         replies, _ = _within(60, lambda: OpenAIAgent(server.base_url, "faults").act(_requests(*contents)))
-    assert [r.error is None for r in replies] == [c == "ok" for c in contents]
+    assert [r.drop is None for r in replies] == [c == "ok" for c in contents]
 
 
 def test_a_run_with_malformed_replies_drops_only_their_episodes() -> None:
@@ -215,7 +216,9 @@ def test_a_run_with_malformed_replies_drops_only_their_episodes() -> None:
         result = evaluate(["frostgym/Arithmetic-v0"], agent, episodes=8)
     assert len(result.episodes) + len(result.drops) == 8
     assert result.episodes and result.drops
-    assert all(d.drop_class == "agent_error" and "choices[0].message is null" in d.error for d in result.drops)
+    assert all(
+        d.drop.drop_class == "agent_error" and "choices[0].message is null" in d.drop.error for d in result.drops
+    )
 
 
 # -- item 8: a whole-request deadline and a body size cap -------------------------------
@@ -246,7 +249,7 @@ def test_a_dripping_server_is_cut_off_at_the_request_deadline() -> None:
             replies, elapsed = _within(30, lambda agent=agent: agent.act(_requests("q0", "q1")))
             assert elapsed < 15, (model, elapsed)  # 2 attempts of 1 s each, plus slack for a loaded machine
             for reply in replies:
-                assert reply.error is not None and "deadline of 1 s" in reply.error, (model, reply.error)
+                assert reply.drop is not None and "deadline of 1 s" in reply.drop.error, (model, reply.drop)
             assert agent.usage["retries"] == 2 and agent.usage["failures"] == 2  # transient: retried once each
         normal = OpenAIAgent(server.base_url, "echo", timeout_s=5.0, max_retries=1)
         replies, _ = _within(30, lambda: normal.act(_requests("q0", "q1")))
@@ -284,14 +287,15 @@ def test_a_huge_body_is_an_error_and_is_never_held_in_memory() -> None:
                 _, peak = tracemalloc.get_traced_memory()
             finally:
                 tracemalloc.stop()
-            error = replies[0].error
-            assert error is not None and f"over the {cap} byte limit" in error, (model, error)
+            drop = replies[0].drop
+            assert drop is not None and f"over the {cap} byte limit" in drop.error, (model, drop)
             assert peak < 4 * cap, (model, peak)
             assert agent.usage["retries"] == 0  # final: the same answer would come again
         default = OpenAIAgent(server.base_url, "undeclared", max_retries=0)
         replies, _ = _within(60, lambda: default.act(_requests("q0")))
     assert DEFAULT_MAX_RESPONSE_BYTES == 16 * 2**20
-    assert replies[0].error is not None and f"over the {DEFAULT_MAX_RESPONSE_BYTES} byte limit" in replies[0].error
+    drop = replies[0].drop
+    assert drop is not None and f"over the {DEFAULT_MAX_RESPONSE_BYTES} byte limit" in drop.error
 
 
 def test_cli_request_timeout_reaches_the_openai_agent(tmp_path: Path) -> None:
@@ -314,4 +318,4 @@ def test_an_http_proxy_from_the_environment_is_used(monkeypatch: pytest.MonkeyPa
         monkeypatch.setenv("http_proxy", proxy.base_url.rsplit("/v1", 1)[0])
         agent = OpenAIAgent("http://upstream.invalid/v1", "echo", max_retries=0, timeout_s=10)
         replies, _ = _within(30, lambda: agent.act(_requests("q0")))
-    assert replies[0].error is None and replies[0].action == "you said: q0"
+    assert replies[0].drop is None and replies[0].action == "you said: q0"

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from frostgym.core.errors import FixtureMismatchError
-from frostgym.core.fixture_lock import lock_entry, read_lock, verified_fixture_sha256
+from frostgym.core.fixture_lock import package_lock_file, read_lock, verified_fixture_sha256
 from frostgym.core.splits import ALL_SPLITS, split_of
 from frostgym.core.tasks import Draft
 from frostgym.envs.math.arithmetic import ArithmeticSource
@@ -39,8 +39,10 @@ def test_splits_are_disjoint_and_owned_by_content(env_id: str) -> None:
     for a, b in itertools.combinations(prompts, 2):
         assert not prompts[a] & prompts[b], f"{a} and {b} share tasks"
     rng = random.Random(0)
-    has_train = source.size("train") != 0  # None: unbounded; 0: none (a task set recorded once)
-    train = [source.task("train", rng.randrange(2**62)) for _ in range(300)] if has_train else []
+    if source.size("train") is None:  # unbounded: a sample of it
+        train = [source.task("train", rng.randrange(2**62)) for _ in range(300)]
+    else:  # a fixed list, or none (a task set recorded once)
+        train = list(source.tasks("train"))
     eval_prompts = set().union(*prompts.values())
     assert not {t.prompt for t in train} & eval_prompts
     for task in itertools.chain(train, source.tasks("dev")):
@@ -62,7 +64,11 @@ def test_private_split_is_not_listed() -> None:
 
 def test_locked_hashes_match(env_id: str) -> None:
     env = make_env(env_id)
-    assert read_lock(env.family)[env.source.name] == lock_entry(env.source)
+    entry = read_lock(env.lock_file)[env.source.id_prefix]
+    assert entry == env.source.lock_record()
+    # The entry says which splits it hashes: every one the source locks, none other.
+    assert set(entry["sha256"]) == set(env.source.locked_splits) != set()
+    assert all(env.source.size(split) for split in entry["sha256"])
 
 
 class _DriftedArithmetic(ArithmeticSource):
@@ -75,4 +81,4 @@ class _DriftedArithmetic(ArithmeticSource):
 
 def test_drifted_task_data_is_refused() -> None:
     with pytest.raises(FixtureMismatchError, match="does not match its lock"):
-        verified_fixture_sha256("math", _DriftedArithmetic())
+        verified_fixture_sha256(package_lock_file("math"), _DriftedArithmetic())

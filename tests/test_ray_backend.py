@@ -7,11 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 from typer.testing import CliRunner
 
 from frostgym.cards.card import load_card
 from frostgym.cards.run import card_config, run_to_card
+from frostgym.cards.store import dumps_line
 from frostgym.cli import app
 from frostgym.runner import RunOptions
 from tests.faulty_env import FAULTY_ID
@@ -68,7 +70,9 @@ def _stable(value: Any) -> Any:
 
 
 def _comparable(directory: Path) -> tuple[Any, Any, Any]:
-    card, episodes, drops = load_card(directory)  # checksums verified against the files
+    card, typed_episodes, typed_drops = load_card(directory)  # checksums verified against the files
+    episodes = [orjson.loads(dumps_line(e)) for e in typed_episodes]
+    drops = [orjson.loads(dumps_line(d.to_json())) for d in typed_drops]
     for entry in card["files"].values():  # the bytes differ by their timings, so their hashes do
         entry.pop("sha256")
         entry.pop("bytes")
@@ -102,7 +106,7 @@ def test_cli_ray_card_equals_local_card(tmp_path: Path, ray_cluster: None, agent
     card, episodes, _ = load_card(tmp_path / "ray")
     assert card["status"] == "complete" and card["accounting"]["balanced"] and len(episodes) == 24
     if agent == "oracle":
-        assert all(e["grade"]["score"] == 1.0 for e in episodes)
+        assert all(e.grade is not None and e.grade["score"] == 1.0 for e in episodes)
 
 
 @pytest.mark.parametrize(
@@ -119,10 +123,10 @@ def test_drops_retries_and_cancels_equal_over_ray(tmp_path: Path, ray_envs: RayE
     run_to_card(tmp_path / "ray", _PartlyBroken(), cfg, run_options, envs=ray_envs)
     _assert_same(tmp_path / "local", tmp_path / "ray")
     _, _, drops = load_card(tmp_path / "ray")
-    classes = {d["drop_class"] for d in drops}
+    classes = {d.drop.drop_class for d in drops}
     assert {"agent_error", "grader_error", "sandbox_timeout"} <= classes
-    remote_env_drops = [d for d in drops if d["stage"] == "step"]
-    assert remote_env_drops and all("ray env worker" in d["traceback"] for d in remote_env_drops)
+    remote_env_drops = [d for d in drops if d.drop.stage == "step"]
+    assert remote_env_drops and all("ray env worker" in (d.traceback or "") for d in remote_env_drops)
 
 
 def test_episodes_go_to_actors_round_robin(ray_envs: RayEnvs) -> None:

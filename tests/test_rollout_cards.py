@@ -19,7 +19,7 @@ from frostgym.agents import AgentReply, AgentRequest, OracleAgent, RandomAgent
 from frostgym.cards.card import CardMismatchError, load_card
 from frostgym.cards.replay import replay_card
 from frostgym.cards.run import card_config, run_to_card
-from frostgym.cards.store import CardCorruptError, read_jsonl
+from frostgym.cards.store import CardCorruptError, dumps_line, read_jsonl
 from frostgym.cli import app
 from frostgym.core.episode import DROP_CLASSES
 from frostgym.runner import RunOptions
@@ -44,7 +44,7 @@ class _PartlyBroken:
             raise ConnectionError("model server went away")
         replies = OracleAgent().act(requests)
         return [
-            AgentReply(action="", error="CUDA error: device-side assert") if int(r.episode_id, 16) % 3 == 0 else reply
+            AgentReply.failed("CUDA error: device-side assert") if int(r.episode_id, 16) % 3 == 0 else reply
             for r, reply in zip(requests, replies, strict=True)
         ]
 
@@ -69,15 +69,16 @@ def test_accounting_balances_with_agent_grader_and_sandbox_failures(tmp_path: Pa
     classes = a["dropped_by_class"]
     assert {"agent_error", "grader_error", "sandbox_timeout", "sandbox_oom"} <= set(classes)
     assert set(classes) <= set(DROP_CLASSES)
-    for drop in drops:
-        assert drop["counted_as"] == "failure" and drop["error"]
-        if drop["drop_class"] == "agent_error":
-            assert drop["stage"] == "agent"
+    for record in drops:
+        drop = record.drop
+        assert record.counted_as == "failure" and drop.error
+        if drop.drop_class == "agent_error":
+            assert drop.stage == "agent"
         else:  # a real env failure: the kind its task was built to have
-            assert drop["drop_class"] == kind_of(drop["task_id"]) and drop["traceback"]
-            assert drop["stage"] == ("grade" if drop["drop_class"] == "grader_error" else "step")
-            assert drop["episode_id"] and drop["observation"]  # what is known of the episode is kept
-    assert all(kind_of(e["task_id"]) == "ok" and e["reward"] == 1.0 for e in episodes)
+            assert drop.drop_class == kind_of(record.task_id) and record.traceback
+            assert drop.stage == ("grade" if drop.drop_class == "grader_error" else "step")
+            assert record.episode_id and record.observation  # what is known of the episode is kept
+    assert all(kind_of(e.task_id) == "ok" and e.reward == 1.0 for e in episodes)
     # Both reporting rules, computed from the files: errors are failures, or left out.
     overall = card["views"]["overall"]
     assert overall["errors_as_failures"]["episodes"] == 42
@@ -92,15 +93,15 @@ def test_retries_and_max_drops_cancel_the_rest(tmp_path: Path) -> None:
     assert a["dropped_by_class"]["cancelled"] > 0 and a["balanced"]
     assert a["planned"] == a["completed"] + a["dropped"]
     _, _, drops = load_card(tmp_path / "c")
-    cancelled = [d for d in drops if d["drop_class"] == "cancelled"]
-    assert all(d["counted_as"] == "excluded" and "max_drops=3" in d["error"] for d in cancelled)
-    retried = [d for d in drops if d["drop_class"] == "agent_error"]
-    assert all(d["attempts"] == 2 and len(d["earlier_errors"]) == 1 for d in retried)
+    cancelled = [d for d in drops if d.drop.drop_class == "cancelled"]
+    assert all(d.counted_as == "excluded" and "max_drops=3" in d.drop.error for d in cancelled)
+    retried = [d for d in drops if d.drop.drop_class == "agent_error"]
+    assert all(d.attempts == 2 and len(d.earlier_errors) == 1 for d in retried)
 
 
 def _outcome_keys(directory: Path) -> tuple[set[tuple[str, str, float]], int]:
     _, episodes, drops = load_card(directory)
-    return {(e["plan_id"], e["episode_id"], e["reward"]) for e in episodes}, len(drops)
+    return {(e.plan_id, e.episode_id, e.reward) for e in episodes}, len(drops)
 
 
 def test_kill_9_then_resume_gives_the_uninterrupted_episode_set(tmp_path: Path) -> None:
@@ -173,9 +174,10 @@ def test_regrade_records_versions_diffs_grades_and_skips_drops(tmp_path: Path) -
     # Pretend the card was graded by an older, more lenient grader: rewrite its grades.
     lines = []
     for e in episodes:
-        e["grade"]["grader_version"] = e["steps"][-1]["grade"]["grader_version"] = "0.9.0"
-        e["grade"]["score"] = e["steps"][-1]["grade"]["score"] = 0.5
-        lines.append(json.dumps(e).encode() + b"\n")
+        for grade in (e.grade, e.steps[-1].grade):
+            assert grade is not None
+            grade["grader_version"], grade["score"] = "0.9.0", 0.5
+        lines.append(dumps_line(e))
     (source / "episodes.jsonl").write_bytes(b"".join(lines))
     card = json.loads((source / "card.json").read_text())
     card["files"]["episodes.jsonl"] = read_jsonl(source / "episodes.jsonl").manifest()
@@ -191,11 +193,9 @@ def test_regrade_records_versions_diffs_grades_and_skips_drops(tmp_path: Path) -
     new_card, new_episodes, new_drops = load_card(tmp_path / "new")
     assert new_card["regraded_from"]["path"] == str(source)
     assert new_card["config"]["identity"]["agent"] == f"replay:{source}"
-    assert {d["drop_class"] for d in new_drops} == {"skipped"} and len(new_drops) == len(drops)
+    assert {d.drop.drop_class for d in new_drops} == {"skipped"} and len(new_drops) == len(drops)
     assert new_card["accounting"]["balanced"] and new_card["accounting"]["skipped"] == len(drops)
-    assert [s["action"] for e in new_episodes for s in e["steps"]] == [
-        s["action"] for e in episodes for s in e["steps"]
-    ]
+    assert [s.action for e in new_episodes for s in e.steps] == [s.action for e in episodes for s in e.steps]
     assert replay_card(tmp_path / "new").ok
 
 

@@ -69,8 +69,8 @@ def test_insecure_backend_removes_its_scratch_root() -> None:
     box = Sandbox(InsecureLauncher()).start()
     server = box._server
     assert isinstance(server, SubprocessServer) and server.scratch_root is not None
-    with box.task("def f():\n    return 1\n", FAST_LIMITS) as task:
-        assert task.call("f") == 1
+    with box.job("def f():\n    return 1\n", FAST_LIMITS) as job:
+        assert job.call("f") == 1
     box.close()
     assert not os.path.exists(server.scratch_root)
     with pytest.raises(ValueError, match="unknown sandbox backend"):
@@ -85,12 +85,12 @@ def test_calls_limits_and_isolation(backend: str) -> None:
             "import os\ndef who():\n    return [os.getuid(), os.getpid(), os.getcwd()]\n"
             "def boom():\n    raise KeyError('x')\n"
         )
-        with box.task(source, FAST_LIMITS) as task:
-            uid, pid, cwd = task.call("who")
+        with box.job(source, FAST_LIMITS) as job:
+            uid, pid, cwd = job.call("who")
             with pytest.raises(CallError, match="KeyError"):
-                task.call("boom")
+                job.call("boom")
         assert uid != 0 and pid == 1 and "scratch" in cwd
-        result = task.finish()
+        result = job.finish()
         assert result.ok and result.backend == backend
 
         started = time.monotonic()
@@ -106,16 +106,16 @@ def test_calls_limits_and_isolation(backend: str) -> None:
 def test_dead_server_is_respawned_and_the_task_raises_server_lost() -> None:
     box = open_sandbox("jail")
     try:
-        task = box.task("import time\ndef wait():\n    time.sleep(30)\n", SandboxLimits(cpu_seconds=1, wall_seconds=20))
+        job = box.job("import time\ndef wait():\n    time.sleep(30)\n", SandboxLimits(cpu_seconds=1, wall_seconds=20))
         server = box._server
         assert server is not None
         threading.Timer(0.3, lambda: os.killpg(server.process.pid, 9)).start()  # type: ignore[attr-defined]
         with pytest.raises(CallError):
-            task.call("wait")
+            job.call("wait")
         with pytest.raises(ServerLostError, match="fork server lost") as lost:
-            task.finish()
+            job.finish()
         assert lost.value.drop_class == "infra_error"  # the runner's drop, never a verdict
-        with box.task("def f():\n    return 7\n", FAST_LIMITS) as again:
+        with box.job("def f():\n    return 7\n", FAST_LIMITS) as again:
             assert again.call("f") == 7
         assert box.restarts == 1
     finally:
@@ -129,8 +129,8 @@ def test_each_thread_gets_its_own_warm_sandbox() -> None:
     def work(name: str) -> None:
         box = thread_sandbox("jail")
         assert thread_sandbox("jail") is box
-        with box.task("def f(x):\n    return x * 2\n", FAST_LIMITS) as task:
-            seen[name] = task.call("f", 21)
+        with box.job("def f(x):\n    return x * 2\n", FAST_LIMITS) as job:
+            seen[name] = job.call("f", 21)
         seen[name + "-id"] = id(box)
 
     threads = [threading.Thread(target=work, args=(f"t{i}",)) for i in range(2)]
@@ -185,9 +185,9 @@ def test_a_spare_that_dies_is_replaced_and_the_server_survives(backend: str) -> 
     box = open_sandbox(backend)  # type: ignore[arg-type]
     try:
         for _ in range(3):
-            with box.task("import os\ndef pid():\n    return os.getpid()\n", FAST_LIMITS) as task:
-                assert task.call("pid") == 1  # every task is its own namespace's init
-            assert task.finish().ok
+            with box.job("import os\ndef pid():\n    return os.getpid()\n", FAST_LIMITS) as job:
+                assert job.call("pid") == 1  # every task is its own namespace's init
+            assert job.finish().ok
             server = box._server
             assert server is not None
             deadline = time.monotonic() + 5
@@ -199,7 +199,7 @@ def test_a_spare_that_dies_is_replaced_and_the_server_survives(backend: str) -> 
             os.kill(spares[0], 9)
             while _state(spares[0]) not in ("Z", "gone"):  # dead before the next task starts
                 time.sleep(0.001)
-        with box.task("def f():\n    return 7\n", FAST_LIMITS) as again:
+        with box.job("def f():\n    return 7\n", FAST_LIMITS) as again:
             assert again.call("f") == 7
         assert again.finish().ok and box.restarts == 0
     finally:

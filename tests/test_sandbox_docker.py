@@ -48,9 +48,9 @@ def sandbox(engine: Any) -> Iterator[Sandbox]:
 def assert_next_task_works(sb: Sandbox, restarts: int = 0) -> None:
     """What a hostile task must not break: the same server, fast, for the next task."""
     started = time.monotonic()
-    with sb.task(DOUBLE) as task:
-        assert task.call("f", 21) == 42
-    assert task.finish().ok
+    with sb.job(DOUBLE) as job:
+        assert job.call("f", 21) == 42
+    assert job.finish().ok
     assert time.monotonic() - started < 2.0
     assert sb.restarts == restarts
 
@@ -62,11 +62,11 @@ def test_call_round_trip(sandbox: Sandbox) -> None:
         "    import hashlib\n"
         "    return {k: (v, hashlib.sha256(k.encode()).hexdigest()[:8]) for k, v in d.items()}\n"
     )
-    with sandbox.task(source) as task:
-        assert task.call("f", 21) == 42
-        assert task.call("f", (1, "a")) == (1, "a", 1, "a")
-        assert task.call("g", {"x": 1.5}) == {"x": (1.5, "2d711642")}
-    result = task.finish()
+    with sandbox.job(source) as job:
+        assert job.call("f", 21) == 42
+        assert job.call("f", (1, "a")) == (1, "a", 1, "a")
+        assert job.call("g", {"x": 1.5}) == {"x": (1.5, "2d711642")}
+    result = job.finish()
     assert result.ok, result
     assert result.backend == "docker"
 

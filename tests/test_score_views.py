@@ -7,10 +7,12 @@ import json
 import math
 from typing import Any
 
+import numpy as np
 import pytest
 
 from frostgym.cards.summary import views_table
 from frostgym.cards.views import compute_views, default_ks, majority_vote, pass_at_k, pass_hat_k
+from frostgym.core.episode import COUNTED_AS, DropClass, RecordHead
 
 FAIL = "errors_as_failures"
 EXCL = "errors_excluded"
@@ -26,7 +28,11 @@ def _grade(correct: float, answer: str | None, fmt: float | None = None) -> dict
     return {
         "score": correct,
         "components": components,
+        "weights": dict.fromkeys(components, 1.0),
         "required": ["correct"],
+        "grader": "hand",
+        "grader_version": "1",
+        "label": None,
         "details": {"answer_key": answer},
     }
 
@@ -40,7 +46,9 @@ def _episode(
     difficulty: str | None = None,
     tags: list[str] | None = None,
 ) -> dict[str, Any]:
+    """The head of an episode record, as its line in episodes.jsonl begins."""
     return {
+        "plan_id": f"{env_id}:{task_id}:{sample}",
         "env_id": env_id,
         "task_id": task_id,
         "sample": sample,
@@ -55,20 +63,29 @@ def _drop(
     env_id: str,
     task_id: str,
     sample: int,
-    drop_class: str,
-    counted_as: str,
+    drop_class: DropClass,
     difficulty: str | None = None,
     tags: list[str] | None = None,
 ) -> dict[str, Any]:
+    """The head of a drop record, as its line in drops.jsonl begins."""
     return {
+        "plan_id": f"{env_id}:{task_id}:{sample}",
         "env_id": env_id,
         "task_id": task_id,
         "sample": sample,
         "difficulty": difficulty,
         "tags": tags or [],
         "drop_class": drop_class,
-        "counted_as": counted_as,
+        "counted_as": COUNTED_AS[drop_class],
+        "stage": "runner",
+        "error": "hand-made",
     }
+
+
+def views_of(episodes: list[dict[str, Any]], drops: list[dict[str, Any]], ks: Any) -> dict[str, Any]:
+    """compute_views over the heads the records decode to, as a card's close reads them."""
+    heads = [RecordHead.from_json(e, "episode") for e in episodes] + [RecordHead.from_json(d, "drop") for d in drops]
+    return compute_views(heads, ks)
 
 
 # The hand-made run: 2 envs, 4 tasks, 3 samples each. Rewards are the env's and are set
@@ -93,15 +110,15 @@ EPISODES = [
     _episode("sql", "s2", 2, 1.0, _grade(1.0, "x"), EASY),
 ]
 DROPS = [
-    _drop("math", "m2", 1, "agent_error", "failure", HARD, ["algebra", "word"]),
-    _drop("math", "m2", 2, "skipped", "excluded", HARD, ["algebra", "word"]),
+    _drop("math", "m2", 1, "agent_error", HARD, ["algebra", "word"]),
+    _drop("math", "m2", 2, "skipped", HARD, ["algebra", "word"]),
 ]
 KS = [4, 2, 1, 3, 2]
 
 
 @pytest.fixture(scope="module")
 def views() -> dict[str, Any]:
-    return compute_views(EPISODES, DROPS, KS)
+    return views_of(EPISODES, DROPS, KS)
 
 
 def _agg(value: float | None, counted: int, n_lt_k: int) -> dict[str, Any]:
@@ -193,11 +210,11 @@ def test_maj_at_k_winner_needs_a_passing_voter() -> None:
         _episode("e", "t2", 1, 0.0, _grade(0.0, "9")),
         _episode("e", "t2", 2, 0.0, None),
         # t3: nobody votes -> unsolved, even though sample 0 passed
-        _episode("e", "t3", 0, 1.0, {"score": 1.0, "components": {}, "required": [], "details": {}}),
+        _episode("e", "t3", 0, 1.0, {**_grade(1.0, None), "components": {}, "weights": {}, "required": []}),
         _episode("e", "t3", 1, 0.0, None),
         _episode("e", "t3", 2, 0.0, None),
     ]
-    maj = compute_views(episodes, [], [1, 2, 3])["overall"][EXCL]["maj@k"]
+    maj = views_of(episodes, [], [1, 2, 3])["overall"][EXCL]["maj@k"]
     # maj@1: t1 "4" failed -> 0; t2 no vote -> 0; t3 no vote -> 0
     _assert_agg(maj["1"], _agg(0.0, 3, 0))
     # maj@2: t1 "4","4" -> a "4" passed -> 1; t2 "9" failed -> 0; t3 -> 0: 1/3
@@ -213,7 +230,7 @@ def test_maj_at_k_takes_the_first_k_samples_by_index() -> None:
         _episode("e", "t", 1, 0.0, _grade(0.0, "b")),
         _episode("e", "t", 0, 1.0, _grade(1.0, "a")),
     ]
-    maj = compute_views(episodes, [], [2, 3])["overall"][EXCL]["maj@k"]
+    maj = views_of(episodes, [], [2, 3])["overall"][EXCL]["maj@k"]
     assert maj["2"]["value"] == 1.0  # samples 0,1: "a" vs "b" tie, "a" voted first and passed
     assert maj["3"]["value"] == 0.0  # samples 0..2: "b" wins 2-1 and never passed
 
@@ -331,7 +348,7 @@ def test_by_tag(views: dict[str, Any]) -> None:
 
 
 def test_slice_with_only_excluded_drops_is_listed_empty() -> None:
-    views = compute_views(EPISODES, [*DROPS, _drop("tools", "t9", 0, "skipped", "excluded")], [1])
+    views = views_of(EPISODES, [*DROPS, _drop("tools", "t9", 0, "skipped")], [1])
     tools = views["by_env"]["tools"]
     for rule in (FAIL, EXCL):
         m = tools[rule]
@@ -343,7 +360,7 @@ def test_slice_with_only_excluded_drops_is_listed_empty() -> None:
 
 
 def test_empty_run() -> None:
-    views = compute_views([], [], [1])
+    views = views_of([], [], [1])
     assert views["overall"][FAIL]["episodes"] == 0
     assert views["by_env"] == {} and views["by_tag"] == {}
 
@@ -363,7 +380,7 @@ def test_estimators_reject_bad_counts(n: int, c: int, k: int) -> None:
 @pytest.mark.parametrize("ks", [[0], [1, -2], [True], [1.5], ["2"]])
 def test_compute_views_rejects_bad_ks(ks: list[Any]) -> None:
     with pytest.raises(ValueError, match="positive int"):
-        compute_views(EPISODES, DROPS, ks)
+        views_of(EPISODES, DROPS, ks)
 
 
 @pytest.mark.parametrize("samples", [0, -3, True])
@@ -372,24 +389,37 @@ def test_default_ks_rejects_bad_samples(samples: int) -> None:
         default_ks(samples)
 
 
-def test_bad_counted_as_names_the_record() -> None:
-    with pytest.raises(ValueError, match=r"'m2' sample 1.*counted_as"):
-        compute_views(EPISODES, [_drop("math", "m2", 1, "agent_error", "ignored")], [1])
+def test_counted_as_contradicting_the_class_is_rejected() -> None:
+    with pytest.raises(ValueError, match="counted_as"):
+        views_of(EPISODES, [{**_drop("math", "m2", 1, "agent_error"), "counted_as": "excluded"}], [1])
 
 
 def test_sample_recorded_twice_is_rejected() -> None:
     with pytest.raises(ValueError, match="more than once"):
-        compute_views(EPISODES, [_drop("math", "m1", 0, "agent_error", "failure")], [1])
+        views_of(EPISODES, [_drop("math", "m1", 0, "agent_error")], [1])
 
 
-def test_malformed_episode_is_rejected() -> None:
+@pytest.mark.parametrize(
+    ("change", "match"),
+    [
+        ({"reward": None}, "reward"),
+        ({"reward": math.nan}, "reward"),
+        ({"reward": True}, "reward"),
+        ({"tags": "algebra"}, "tags"),
+        ({"sample": -1}, "sample"),
+        ({"task_id": 7}, "task_id"),
+        ({"grade": {**_grade(1.0, "4"), "components": {"correct": "1"}}}, "component 'correct'"),
+        ({"grade": {**_grade(1.0, "4"), "required": ["missing"]}}, "required component"),
+        ({"grade": {**_grade(1.0, "4"), "details": {"answer_key": 4}}}, "answer_key"),
+    ],
+)
+def test_malformed_episode_head_is_rejected(change: dict[str, Any], match: str) -> None:
+    """What the views rely on is checked once, when a record is decoded, never in the views."""
+    with pytest.raises(ValueError, match=match):
+        views_of([{**EPISODES[0], **change}], [], [1])
     no_reward = {k: v for k, v in EPISODES[0].items() if k != "reward"}
-    with pytest.raises(ValueError, match="reward"):
-        compute_views([no_reward], [], [1])
-    with pytest.raises(ValueError, match="reward"):
-        compute_views([{**EPISODES[0], "reward": math.nan}], [], [1])
-    with pytest.raises(ValueError, match="tags"):
-        compute_views([{**EPISODES[0], "tags": "algebra"}], [], [1])
+    with pytest.raises(ValueError, match="no 'reward'"):
+        views_of([no_reward], [], [1])
 
 
 @pytest.mark.parametrize(
@@ -397,5 +427,20 @@ def test_malformed_episode_is_rejected() -> None:
 )
 def test_summary_table_shows_each_view_once(ks: list[int], headers: list[str]) -> None:
     episodes = [_episode("e", "t", s, 1.0, _grade(1.0, "4")) for s in range(max(ks))]
-    table = views_table({"views": compute_views(episodes, [], ks)})
+    table = views_table({"views": views_of(episodes, [], ks)})
     assert [str(c.header) for c in table.columns][5:] == headers
+
+
+def test_maj_at_k_in_one_pass_matches_majority_vote_at_every_k() -> None:
+    """The one-pass maj@k agrees with majority_vote on the first k votes, ties included."""
+    rng = np.random.default_rng(15)
+    for _ in range(300):
+        n = int(rng.integers(1, 9))
+        votes = [(None if a == 0 else "abc"[a - 1], bool(p)) for a, p in rng.integers(0, [4, 2], size=(n, 2))]
+        heads = [_episode("e", "t", i, 0.0, _grade(float(p), a)) for i, (a, p) in enumerate(votes)]
+        ks = list(range(1, n + 2))
+        maj = views_of(heads, [], ks)["overall"][EXCL]["maj@k"]
+        for k in ks:
+            winner = majority_vote([a for a, _ in votes[:k]])
+            expected = None if k > n else float(winner is not None and (winner, True) in votes[:k])
+            assert maj[str(k)]["value"] == expected, (votes, k)

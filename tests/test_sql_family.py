@@ -14,7 +14,7 @@ from frostgym.core.errors import InvalidActionError
 from frostgym.envs.sql import sql_source
 from frostgym.envs.sql.tasks import FEATURES, load_handwritten
 from frostgym.graders.adversarial import run_suite
-from frostgym.graders.sql_execution import LABELS, compare_results, grade_sql
+from frostgym.graders.sql_execution import GRADER, compare_results, grade_sql
 from frostgym.sql.connections import shared_database
 from frostgym.sql.databases import (
     DATABASES,
@@ -109,7 +109,7 @@ def test_train_templates_are_unbounded_disjoint_and_solvable() -> None:
 
 
 def test_adversarial_suite(record_property: Callable[[str, object], None]) -> None:
-    report = run_suite("sql", lambda c: grade_sql(c.reply, c.gold, shared_database(c.context["database"])), LABELS)
+    report = run_suite("sql", lambda c: grade_sql(c.reply, c.gold, shared_database(c.context["database"])), GRADER)
     record_property("adversarial_report", report.render())
     assert report.passed, report.render()
     assert report.label_coverage == 1.0

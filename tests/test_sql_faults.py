@@ -153,14 +153,14 @@ def test_sigint_mid_eval_leaves_an_interrupted_card_that_resume_finishes(tmp_pat
     card, episodes, drops = load_card(out)
     assert child.returncode == 130, (card["status"], child.stdout[-1500:], child.stderr[-1500:])
     assert card["status"] == "interrupted"
-    assert drops == [], [d["error"] for d in drops]
-    assert all(e["reward"] == 1.0 for e in episodes), [e["grade"] for e in episodes if e["reward"] != 1.0]
+    assert drops == [], [d.drop.error for d in drops]
+    assert all(e.reward == 1.0 for e in episodes), [e.grade for e in episodes if e.reward != 1.0]
     assert len(episodes) < 60
     result = CliRunner().invoke(app, ["eval", *args, "--resume"])
     assert result.exit_code == 0, result.output
     card, episodes, drops = load_card(out)
     assert card["status"] == "complete" and drops == [] and len(episodes) == 60
-    assert all(e["reward"] == 1.0 and e["grade"]["label"] is None for e in episodes)
+    assert all(e.reward == 1.0 and e.grade is not None and e.grade["label"] is None for e in episodes)
 
 
 def test_an_interrupted_database_build_leaves_nothing_half_done(tmp_path: Path) -> None:

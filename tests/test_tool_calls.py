@@ -1,10 +1,17 @@
-"""The shared tool-call parser: every documented syntax, and every malformed call named."""
+"""The shared tool-call parser: every documented syntax, and every malformed call named;
+and the other shared pieces of every tool env: call arguments as JSON data, the one
+schema builder, the one ``<tool_response>`` renderer."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from frostgym.tools.calls import ToolCall, parse_reply, render_calls, structured_to_text
+from frostgym.tools.bfcl_multi_turn import function_docs, tools_for
+from frostgym.tools.calls import ToolCall, as_json_data, parse_reply, render_calls, structured_to_text
+from frostgym.tools.responses import tool_responses
+from frostgym.tools.schemas import bfcl_tool, function_tool, function_tools
 
 
 def test_hermes_blocks_several_per_reply_and_reasoning_ignored() -> None:
@@ -75,3 +82,60 @@ def test_structured_actions_become_the_same_text() -> None:
     assert len(parsed.problems) == 1 and parsed.content == "two calls"
     calls = (ToolCall("f", {"a": 1}),)
     assert parse_reply(render_calls(calls, "ok")).calls == calls
+
+
+def test_python_literals_are_recorded_as_json_data() -> None:
+    (call,) = parse_reply("f(a=(1, {2}), b=1e999, c={1: b'x'}, d=1j, e=[None, True, 'é'])").calls
+    data = as_json_data(call.arguments)
+    assert data == {"a": [1, [2]], "b": "inf", "c": {"1": "b'x'"}, "d": "1j", "e": [None, True, "é"]}
+    assert as_json_data(data) == data  # JSON data comes back equal
+
+
+def test_one_builder_wraps_every_schema() -> None:
+    assert function_tool("f", "does f", {"type": "object"}) == {
+        "type": "function",
+        "function": {"name": "f", "description": "does f", "parameters": {"type": "object"}},
+    }
+    (run_sql,) = function_tools("sql", "The query.", [("run_sql", "Run it.")])
+    assert run_sql["function"]["parameters"] == {
+        "type": "object",
+        "properties": {"sql": {"type": "string", "description": "The query."}},
+        "required": ["sql"],
+    }
+
+
+def test_bfcl_docs_become_json_schema_in_either_language() -> None:
+    doc: dict[str, Any] = {
+        "name": "Maps.put",
+        "description": "Put.",
+        "parameters": {
+            "type": "dict",
+            "properties": {
+                "map": {"type": "HashMap", "description": "The map."},
+                "keys": {"type": "ArrayList", "items": {"type": "String"}},
+                "odd": {"type": "Weird"},
+            },
+            "required": ["map"],
+        },
+        "response": {"type": "dict"},
+    }
+    tool = bfcl_tool(doc, "java")
+    parameters = tool["function"]["parameters"]
+    assert tool["function"]["name"] == "Maps.put" and "response" not in tool["function"]
+    assert parameters["type"] == "object" and parameters["required"] == ["map"]
+    assert parameters["properties"]["map"] == {"type": "object", "description": "The map. (Java 8 SDK type HashMap)"}
+    assert parameters["properties"]["keys"]["items"] == {"type": "string"}
+    assert parameters["properties"]["odd"]["type"] == "string"  # an unknown type name reads as a string
+    assert doc["parameters"]["properties"]["map"]["type"] == "HashMap"  # the doc is not changed
+    python = bfcl_tool(doc)["function"]["parameters"]["properties"]["map"]
+    assert python == {"type": "object", "description": "The map."}
+    docs = function_docs("MathAPI")  # multi-turn docs take the same builder
+    assert tools_for([str(docs[0]["name"])]) == [bfcl_tool(docs[0])]
+
+
+def test_one_renderer_answers_every_call() -> None:
+    text = tool_responses([{"name": "f", "content": "é"}, "Error: call 2: not JSON"], "1 turn(s) left")
+    assert text == (
+        '<tool_response>\n{"name": "f", "content": "é"}\n</tool_response>\n'
+        "<tool_response>\nError: call 2: not JSON\n</tool_response>\n(1 turn(s) left)"
+    )

@@ -370,5 +370,5 @@ def test_calls_past_the_bound_are_named_not_dropped() -> None:
 
 
 def test_every_tool_grader_declares_too_long() -> None:
-    for labels in (tool_ast.LABELS, tool_state.LABELS, tool_http.LABELS):
-        assert "too_long" in labels
+    for grader in (tool_ast.GRADER, tool_state.GRADER, tool_http.GRADER):
+        assert "too_long" in grader.labels

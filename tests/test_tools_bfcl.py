@@ -21,7 +21,7 @@ from frostgym.core.errors import InvalidActionError, UnknownTaskError
 from frostgym.core.hashing import canonical_json
 from frostgym.envs.tools.single_turn import IRRELEVANT_REPLY, ToolsEnv
 from frostgym.graders.adversarial import run_suite
-from frostgym.graders.tool_ast import LABELS, check_calls, grade_tool_reply, standardize
+from frostgym.graders.tool_ast import GRADER, check_calls, grade_tool_reply, standardize
 from frostgym.tools.bfcl_data import (
     CATEGORIES,
     INSTALL_HINT,
@@ -152,7 +152,7 @@ def test_adversarial_suite(record_property: Callable[[str, object], None]) -> No
         entry = entries[case.context["bfcl_id"]]
         return grade_tool_reply(case.reply, entry.functions, entry.possible_answer, entry.category, entry.language)
 
-    report = run_suite("tools", grade, LABELS)
+    report = run_suite("tools", grade, GRADER)
     record_property("adversarial_report", report.render())
     assert report.passed, report.render()
     assert report.label_coverage == 1.0

@@ -29,7 +29,7 @@ from frostgym.core.grade import Grade
 from frostgym.core.hashing import canonical_json
 from frostgym.envs.tools.http import MAX_CALLS_PER_TURN, HTTPToolsEnv
 from frostgym.graders.adversarial import AdversarialCase, run_suite
-from frostgym.graders.tool_http import LABELS, answer_key, numbers_in
+from frostgym.graders.tool_http import GRADER, answer_key, numbers_in
 from frostgym.runner import RunOptions
 from frostgym.tools.calls import ToolCall, render_calls
 from frostgym.tools.http.apis import APIS, FAKE_API_KEY
@@ -221,7 +221,7 @@ def grade_case(case: AdversarialCase) -> Grade:
 
 
 def test_adversarial_suite(record_property: Callable[[str, object], None]) -> None:
-    report = run_suite("tools_http", grade_case, LABELS)
+    report = run_suite("tools_http", grade_case, GRADER)
     record_property("adversarial_report", report.render())
     assert report.passed, report.render()
     assert report.label_coverage == 1.0, report.render()

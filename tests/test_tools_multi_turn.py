@@ -18,14 +18,14 @@ from frostgym.core.grade import Grade
 from frostgym.core.hashing import canonical_json
 from frostgym.envs.tools.multi_turn import MAX_CALLS_PER_REPLY, MultiTurnToolsEnv
 from frostgym.graders.adversarial import AdversarialCase, run_suite
-from frostgym.graders.tool_state import LABELS
+from frostgym.graders.tool_state import GRADER
 from frostgym.tools.bfcl_multi_turn import (
     CATEGORIES,
     ToolWorld,
     entry_by_id,
     gold_trace,
     load_entries,
-    plain,
+    public_state,
     snapshot,
     task_id_of,
 )
@@ -164,7 +164,7 @@ def test_adversarial_suite(env: MultiTurnToolsEnv, record_property: Any) -> None
         _, info = _play(env, case.gold, list(case.context["replies"]))
         return Grade.from_dict(info["grade"])
 
-    report = run_suite("tools_multi_turn", grade, labels_declared=LABELS)
+    report = run_suite("tools_multi_turn", grade, GRADER)
     record_property("adversarial_report", report.render())
     assert report.passed, report.render()
     assert report.label_coverage == 1.0, report.render()
@@ -277,10 +277,10 @@ def test_states_and_results_match_bfcls_own_executor() -> None:
 
 def _loaded(text: str) -> Any:
     """A result as data: ours are JSON, BFCL's are JSON for dicts and ``str()`` otherwise."""
-    # BFCL's long-context watch list holds an Ellipsis: str() shows it bare, plain() as its repr.
+    # BFCL's long-context watch list holds an Ellipsis: str() shows it bare, public_state() as its repr.
     for read in (json.loads, lambda t: ast.literal_eval(t.replace(", Ellipsis", ", 'Ellipsis'"))):
         try:
-            return plain(read(text))
+            return public_state(read(text))
         except (ValueError, SyntaxError):
             continue
     return text

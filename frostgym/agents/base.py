@@ -11,7 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from frostgym.core.episode import DropClass
+from frostgym.core.episode import Drop, DropClass
 from frostgym.core.messages import Action, Observation
 
 
@@ -35,19 +35,24 @@ class AgentRequest:
 
 @dataclass(frozen=True)
 class AgentReply:
-    """One action, or ``error`` when the policy could not produce one for this request
-    (a server that kept failing, a replay with no recorded action). An errored reply
-    errors its episode only; the env is not stepped with it."""
+    """One action, or ``drop`` when the policy could not produce one for this request
+    (a server that kept failing, a replay with no recorded action; build it with
+    ``failed``). A dropped reply drops its episode only; the env is not stepped with it."""
 
     action: Action
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     finish_reason: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
-    error: str | None = None
-    #: How a runner files the episode when ``error`` is set (``replay_miss`` for a
-    #: replay with no recorded action).
-    error_class: DropClass = "agent_error"
+    #: Why there is no action: how a runner files the episode (stage ``"agent"``).
+    drop: Drop | None = None
+
+    @classmethod
+    def failed(cls, error: str, drop_class: DropClass = "agent_error", **trace: Any) -> AgentReply:
+        """The reply for a request the policy could not answer: ``error`` says why (its
+        first line is kept), ``drop_class`` how the episode is filed (``replay_miss`` for a
+        replay with no recorded action), ``trace`` any other field (``extra``, ...)."""
+        return cls(action="", drop=Drop(drop_class, "agent", error), **trace)
 
     def trace(self) -> dict[str, Any]:
         """Everything but the action, for the episode record."""

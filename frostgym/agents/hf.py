@@ -65,6 +65,27 @@ class SeededSampler(LogitsProcessor):
 
 
 class HFAgent:
+    """A transformers causal LM as a policy, batched (see the module docstring for how).
+
+    ``model`` and ``tokenizer`` are a loaded transformers model and its tokenizer (it must
+    have a chat template; it is switched to left padding, and given the EOS token as pad
+    token when it has none); ``sampling`` the decoding parameters (greedy by default);
+    ``batch_size`` how many prompts go to ``generate`` at once; ``model_id`` the name
+    ``describe`` records. ``from_pretrained(path, ...)`` loads a local model directory
+    and raises ``ModelNotFoundError`` when there is none: nothing is ever downloaded.
+
+    ``act`` returns one ``AgentReply`` per request, in order: the completion text (stop
+    strings cut), its prompt and completion token counts, ``finish_reason`` ``"stop"`` or
+    ``"length"``, and in ``extra`` the latency, the batch size, the sampling parameters and,
+    when ``sampling.logprobs`` is set, each completion token's logprob. It raises what
+    the model raises (CUDA out of memory, a prompt longer than the model takes).
+
+    Determinism: each request samples from its own generator, seeded from
+    ``sampling.seed`` and the request's ``seed``, so the same request gives the same text
+    whichever batch it is in, and the global torch RNG is never used. The same model,
+    dtype, device and library versions are needed for the same text.
+    """
+
     name = "hf"
 
     def __init__(

@@ -100,6 +100,29 @@ class _Transient(Exception):
 
 
 class OpenAIAgent:
+    """A policy served by an OpenAI-compatible ``/chat/completions`` endpoint.
+
+    ``base_url`` is the API root (``http://localhost:8000/v1``), ``model`` the model name
+    sent; ``sampling`` the decoding parameters; ``concurrency`` how many requests of a
+    batch are in flight at once (and the connection pool's size); ``timeout_s`` the
+    deadline of each attempt of a request, as a whole; ``max_retries`` and ``backoff_s``
+    the retries of transient failures (exponential backoff, ``Retry-After`` honoured);
+    ``api_key`` the bearer token (``$OPENAI_API_KEY`` when None, none when empty);
+    ``max_response_bytes`` the largest body read. The constructor raises ``ValueError``
+    for a non-positive or non-finite ``timeout_s`` or a non-positive ``max_response_bytes``.
+
+    ``act`` returns one ``AgentReply`` per request, in order, and never raises, whatever
+    the server does: a request that still fails after its retries, or whose answer is
+    malformed, gets an errored reply for its own episode (see the module docstring).
+    A reply carries the text (tool calls, when the server returned them, as a
+    ``{"content", "tool_calls"}`` action), the server's token counts and finish reason,
+    and in ``extra`` the latency, the attempts and any logprobs. ``usage`` adds up
+    requests, retries, failures and tokens; ``close`` releases the connections.
+
+    Determinism: each request sends a ``seed`` derived from ``sampling.seed`` and the
+    request's own seed; whether the server honours it is the server's matter.
+    """
+
     name = "openai"
 
     def __init__(
@@ -208,9 +231,7 @@ class OpenAIAgent:
     def _failed(self, started: float, error: str) -> AgentReply:
         with self._lock:
             self.usage["failures"] += 1
-        return AgentReply(
-            action="", error=_one_line(f"{self.url}: {error}"), extra={"latency_s": time.perf_counter() - started}
-        )
+        return AgentReply.failed(_one_line(f"{self.url}: {error}"), extra={"latency_s": time.perf_counter() - started})
 
     def _post(self, content: bytes) -> Any:
         """One attempt: the decoded JSON of a 2xx answer, within the deadline and the size cap."""

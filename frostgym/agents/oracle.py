@@ -9,6 +9,15 @@ from frostgym.agents.base import AgentReply, AgentRequest
 
 
 class OracleAgent:
+    """Plays the env's gold action for each request: every episode it plays should score
+    1.0, so it checks an env's ceiling (and its grader's) rather than a policy.
+
+    Takes no arguments and never samples, so it is deterministic. ``act`` returns one
+    ``AgentReply`` per request, in order, whose action is ``request.oracle()`` and whose
+    ``finish_reason`` is ``"oracle"``. Raises ``ValueError`` for a request that carries no
+    ``oracle`` (the runner always gives one), and whatever the env's ``oracle_action`` raises.
+    """
+
     name = "oracle"
 
     def act(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:

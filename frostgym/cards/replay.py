@@ -8,7 +8,7 @@ to have changed: it plays the same actions into a new card and diffs the grades.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,7 +20,7 @@ from frostgym.cards.card import load_card
 from frostgym.cards.run import execution_config, run_to_card
 from frostgym.cards.store import CardCorruptError, dumps_line, write_json_atomic
 from frostgym.core.env import FrozenEnv
-from frostgym.core.episode import EPISODE_INFO_KEYS, ObservationDelta, action_is_whole, split_step_info
+from frostgym.core.episode import EPISODE_INFO_KEYS, EpisodeRecord, ObservationDelta, split_step_info
 from frostgym.envs.registry import make_env
 from frostgym.plan import PlannedEpisode
 from frostgym.runner import RunOptions
@@ -80,22 +80,25 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def replay_episode(env: FrozenEnv, episode: Mapping[str, Any]) -> str | None:
-    """The first divergence of one recorded episode in ``env``, or None."""
-    observation, info = env.reset(seed=episode["seed"], options={"task_id": episode["task_id"]})
+def replay_episode(env: FrozenEnv, episode: EpisodeRecord) -> str | None:
+    """The first divergence of one recorded episode in ``env`` (reset with the recorded
+    seed and task, then each recorded action), naming where; None when every observation,
+    tool call and result, info field, reward and grade is what the card holds. Raises what
+    ``env.reset`` raises; an exception from ``env.step`` is a divergence."""
+    observation, info = env.reset(seed=episode.seed, options={"task_id": episode.task_id})
     start = {k: info[k] for k in EPISODE_INFO_KEYS}
-    found = first_difference({k: episode[k] for k in start}, _json(start), "reset")
-    found = found or first_difference(episode["observation"], _json(observation), "reset.observation")
+    found = first_difference(_json({k: getattr(episode, k) for k in start}), _json(start), "reset")
+    found = found or first_difference(_json(episode.observation), _json(observation), "reset.observation")
     if found:
         return found
-    for number, step in enumerate(episode["steps"]):
+    for number, step in enumerate(episode.steps):
         where = f"step {number}"
         try:
-            after, reward, terminated, truncated, step_info = env.step(step["action"])
+            after, reward, terminated, truncated, step_info = env.step(step.action)
         except Exception as error:
             return f"{where}: the env raised {type(error).__name__}: {error}"
         rest, calls, results, grade = split_step_info(step_info)
-        if (step.get("action_stored") or {}).get("sanitized"):  # the card holds the text as the env read it
+        if (step.action_stored or {}).get("sanitized"):  # the card holds the text as the env read it
             rest.setdefault("action_sanitized", True)
         replayed = {
             "grade": grade,
@@ -107,7 +110,7 @@ def replay_episode(env: FrozenEnv, episode: Mapping[str, Any]) -> str | None:
             "info": rest,
             "observation": ObservationDelta.between(observation, after),
         }
-        found = first_difference({k: step[k] for k in replayed}, _json(replayed), where)
+        found = first_difference(_json({k: getattr(step, k) for k in replayed}), _json(replayed), where)
         if found:
             return found
         observation = after
@@ -115,7 +118,11 @@ def replay_episode(env: FrozenEnv, episode: Mapping[str, Any]) -> str | None:
 
 
 def replay_card(directory: Path) -> ReplayReport:
-    """Replay every completed episode of a card (drops have no final grade to check)."""
+    """Replay every completed episode of the card in ``directory`` in fresh envs (drops
+    have no final grade to check). A card whose files fail their checksums is still
+    replayed, with the failure in ``integrity_error``; ``ok`` is False then, or when any
+    episode diverged. Raises ``CardCorruptError`` for a card that cannot be read at all
+    (no ``card.json``, a line that is not a record), and what building an env raises."""
     try:
         card, episodes, drops = load_card(directory)
     except CardCorruptError as error:
@@ -128,9 +135,9 @@ def replay_card(directory: Path) -> ReplayReport:
     results = []
     try:
         for episode in episodes:
-            env_id = episode["env_id"]
+            env_id = episode.env_id
             if reason := unreplayable(episode):
-                results.append(EpisodeReplay(episode["plan_id"], env_id, len(episode["steps"]), None, reason))
+                results.append(EpisodeReplay(episode.plan_id, env_id, len(episode.steps), None, reason))
                 continue
             if env_id not in envs:
                 envs[env_id] = make_env(env_id, identity["split"], identity["env_kwargs"])
@@ -138,29 +145,32 @@ def replay_card(directory: Path) -> ReplayReport:
                 divergence = replay_episode(envs[env_id], episode)
             except Exception as error:  # a reset that raises is a divergence too
                 divergence = f"reset: the env raised {type(error).__name__}: {error}"
-            results.append(EpisodeReplay(episode["plan_id"], env_id, len(episode["steps"]), divergence))
+            results.append(EpisodeReplay(episode.plan_id, env_id, len(episode.steps), divergence))
     finally:
         for env in envs.values():
             env.close()
     return ReplayReport(directory, integrity, results, len(drops))
 
 
-def unreplayable(episode: Mapping[str, Any]) -> str | None:
+def unreplayable(episode: EpisodeRecord) -> str | None:
     """Why the recorded actions of ``episode`` cannot be played again, or None: an action
     over ``STORED_ACTION_CHARS`` is kept only as a prefix with its length and sha256."""
-    for step in episode["steps"]:
-        if not action_is_whole(step):
-            stored = step["action_stored"]
-            kept, whole = stored["prefix_chars"], stored["chars"]
-            return f"step {step['turn']}: the card keeps {kept:,} of its {whole:,} characters"
+    for step in episode.steps:
+        if not step.action_is_whole and step.action_stored is not None:
+            kept, whole = step.action_stored["prefix_chars"], step.action_stored["chars"]
+            return f"step {step.turn}: the card keeps {kept:,} of its {whole:,} characters"
     return None
 
 
 # -- regrade ---------------------------------------------------------------------------------
 def regrade_card(source: Path, out: Path, options: RunOptions | None = None) -> dict[str, Any]:
     """Play the source card's actions through today's envs and graders into a new card at
-    ``out``, then write ``out/regrade.json``: the grader versions before and after and
-    every episode whose grade changed. Episodes dropped in the source are ``skipped``."""
+    ``out`` (same plan, seeds and execution options, no retries), then write and return
+    ``out/regrade.json``: the grader versions before and after and every episode whose
+    grade changed (``grade_diff``). Episodes dropped in the source, or whose actions the
+    card keeps only in part, are ``skipped`` drops in the new card. Raises
+    ``CardCorruptError`` for a source that fails its checksums or holds a line that is not
+    a record, and ``FileExistsError`` for an ``out`` that is not empty."""
     card, episodes, drops = load_card(source)
     identity = card["config"]["identity"]
     options = options or RunOptions()
@@ -177,8 +187,8 @@ def regrade_card(source: Path, out: Path, options: RunOptions | None = None) -> 
         "execution": execution_config(options),
     }
     plan = [PlannedEpisode.from_dict(p) for p in card["plan"]["episodes"]]
-    skip = {d["plan_id"]: f"dropped in {source} as {d['drop_class']}: {d['error']}" for d in drops}
-    skip |= {e["plan_id"]: f"not replayable: {reason}" for e in episodes if (reason := unreplayable(e))}
+    skip = {d.plan_id: f"dropped in {source} as {d.drop.drop_class}: {d.drop.error}" for d in drops}
+    skip |= {e.plan_id: f"not replayable: {reason}" for e in episodes if (reason := unreplayable(e))}
     agent = ReplayAgent.from_card(source)
     regraded_from = {"path": str(source), "episodes_sha256": agent.sha256, "graders": card.get("graders", {})}
     new_card = run_to_card(out, agent, config, options, plan=plan, skip=skip, extra={"regraded_from": regraded_from})
@@ -194,24 +204,26 @@ def regrade_card(source: Path, out: Path, options: RunOptions | None = None) -> 
     return report
 
 
-def grade_diff(before: Sequence[Mapping[str, Any]], after: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """Per-episode grade changes between two cards of the same plan."""
-    old = {e["plan_id"]: e for e in before}
+def grade_diff(before: Sequence[EpisodeRecord], after: Sequence[EpisodeRecord]) -> dict[str, Any]:
+    """Per-episode grade changes between two cards of the same plan (episodes completed in
+    both, matched by plan id): how many were compared, changed and unchanged, and each
+    change's score, label, components and grader version before and after."""
+    old = {e.plan_id: e for e in before}
     changed = []
     for episode in after:
-        previous = old.get(episode["plan_id"])
+        previous = old.get(episode.plan_id)
         if previous is None:
             continue
-        a, b = previous["grade"] or {}, episode["grade"] or {}
+        a, b = previous.grade or {}, episode.grade or {}
         fields = ("score", "label", "components", "grader_version")
         if any(a.get(f) != b.get(f) for f in fields):
             changed.append(
                 {
-                    "plan_id": episode["plan_id"],
-                    "episode_id": episode["episode_id"],
+                    "plan_id": episode.plan_id,
+                    "episode_id": episode.episode_id,
                     "before": {f: a.get(f) for f in fields},
                     "after": {f: b.get(f) for f in fields},
                 }
             )
-    compared = sum(1 for e in after if e["plan_id"] in old)
+    compared = sum(1 for e in after if e.plan_id in old)
     return {"compared": compared, "changed": len(changed), "unchanged": compared - len(changed), "changes": changed}

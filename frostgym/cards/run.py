@@ -25,8 +25,11 @@ def card_config(
     options: RunOptions,
     ks: Sequence[int] = (),
 ) -> dict[str, Any]:
-    """``identity`` is what defines the run (a resume must match it); ``execution`` may
-    change between sessions without changing any episode."""
+    """A card's ``config``: ``identity``, what defines the run (a resume must match it:
+    envs, split, episodes, samples, seed, env kwargs, the agent spec and its sampling);
+    ``execution``, what may change between sessions without changing any episode
+    (``execution_config``); and ``ks``, the k of every pass@k-style view (``default_ks``
+    of ``samples``, plus ``ks``). Raises ``ValueError`` for ``samples`` below 1."""
     return {
         "identity": {
             "env_ids": list(env_ids),
@@ -67,10 +70,20 @@ def run_to_card(
     on_outcome: Callable[[Outcome], None] | None = None,
     envs: EnvBackend | None = None,
 ) -> dict[str, Any]:
-    """Play ``config``'s plan (or the given one) with ``agent`` into the card at ``out``
-    and return the closed card. Ctrl-C closes it as ``interrupted`` (resumable). ``envs``:
-    where the envs live (this process by default; ``RayEnvs`` for a Ray cluster). The card
-    does not depend on it."""
+    """Play ``config``'s plan (``card_config``; or ``plan``, when given) with ``agent`` into
+    the card at ``out``, and return the closed card's ``card.json``.
+
+    A new card needs an empty or missing ``out`` (``FileExistsError`` otherwise); with
+    ``resume`` the card there is finished instead: its identity and plan must match
+    (``CardMismatchError``), and its files what it recorded (``CardCorruptError``). ``skip``
+    maps plan ids to a reason recorded as a ``skipped`` drop; ``extra`` is added to the
+    card's provenance; ``on_plan(total, already_done)`` is called once before the first
+    episode and ``on_outcome`` after each; ``envs`` is where the envs live (this process by
+    default; ``RayEnvs`` for a Ray cluster): the card does not depend on it.
+
+    Whatever stops the run (Ctrl-C, a full disk, a dead backend) is raised after the card
+    was closed as ``interrupted``, resumable with the same call and ``resume=True``; when
+    even closing failed, that is noted on the error."""
     identity = config["identity"]
     if plan is None:
         plan = make_plan(

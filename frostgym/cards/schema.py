@@ -304,7 +304,10 @@ def _file_manifest() -> Schema:
 
 
 def _graders() -> Schema:
-    return mapping(array(string(), uniqueItems=True), description="grader name -> versions seen in the episodes")
+    return mapping(
+        array(string(), uniqueItems=True),
+        description="grader name -> versions of the graders whose final grades scored the completed episodes",
+    )
 
 
 RECORD_DEFS: Final[dict[str, Schema]] = {

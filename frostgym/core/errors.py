@@ -3,11 +3,25 @@ it becomes an error observation and a graded failure. These are for misuse of th
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from gymnasium.error import ResetNeeded
+
+if TYPE_CHECKING:
+    from frostgym.core.episode import DropClass, Stage
 
 
 class FrostgymError(Exception):
-    """Base class of every error raised on purpose by frostgym."""
+    """Base class of every error raised on purpose by frostgym.
+
+    An error that ends an episode declares how a runner files it (``Drop``): its
+    ``drop_class`` (None: the default of the stage it was raised at, ``infra_error`` for
+    the env, ``agent_error`` for the agent) and its ``stage`` (None: where it was raised).
+    A class declares them; an instance may carry its own (an error from another process).
+    """
+
+    drop_class: DropClass | None = None
+    stage: Stage | None = None
 
 
 class InvalidActionError(FrostgymError, TypeError):
@@ -17,7 +31,7 @@ class InvalidActionError(FrostgymError, TypeError):
     A runner files it as the agent's failure: its policy emitted the unusable action.
     """
 
-    drop_class = "agent_error"
+    drop_class: DropClass | None = "agent_error"
 
 
 class EpisodeNotActiveError(FrostgymError, ResetNeeded):
@@ -38,32 +52,30 @@ class FixtureMismatchError(FrostgymError, RuntimeError):
     """
 
 
-# -- failures a runner records as drops -------------------------------------------------
-# ``drop_class`` is the class the runner files an episode under when this error ends it
-# (see ``frostgym.core.episode.DropClass``); errors without one are ``infra_error``.
+# -- failures a runner records as drops (each declares its ``drop_class``) ------------------
 
 
 class GraderError(FrostgymError, RuntimeError):
     """A grader raised instead of returning a grade: a bug in the grader or its task
     data, never the agent's fault."""
 
-    drop_class = "grader_error"
-    stage = "grade"
+    drop_class: DropClass | None = "grader_error"
+    stage: Stage | None = "grade"
 
 
 class SandboxTimeoutError(FrostgymError, RuntimeError):
     """Untrusted code ran past its wall-clock or CPU limit and was killed."""
 
-    drop_class = "sandbox_timeout"
+    drop_class: DropClass | None = "sandbox_timeout"
 
 
 class SandboxMemoryError(FrostgymError, RuntimeError):
     """Untrusted code ran past its memory limit and was killed."""
 
-    drop_class = "sandbox_oom"
+    drop_class: DropClass | None = "sandbox_oom"
 
 
 class SandboxCrashError(FrostgymError, RuntimeError):
     """The sandbox itself failed (could not start, lost its worker): infrastructure."""
 
-    drop_class = "infra_error"
+    drop_class: DropClass | None = "infra_error"

@@ -1,85 +1,101 @@
 """Locked content hashes of shipped and generated task data.
 
-A family's ``fixtures/<family>/lock.json`` records the SHA-256 of each task source's
-dev split. The first time a process uses a source it recomputes that hash and refuses
-to run on a mismatch (a different ``reasoning-gym``, an edited generator), so two
-machines can never silently serve different episodes under the same id.
+A family's lock file (``frostgym/fixtures/<family>/lock.json`` in the package, or the
+file its env names in ``FrozenEnv.lock_file``) keeps each task source's ``lock_record``:
+its version, config, split sizes, and the SHA-256 of each split it locks, named
+(``"sha256": {"dev": …}``; a generator locks dev, a fixed list every non-empty split).
+Entries are keyed by the source's ``id_prefix``, so one file can lock a source under
+several configs: its name for the default config, ``name~tag`` for another.
+
+The first time a process uses a source it recomputes that record and refuses to run on
+a mismatch (a different ``reasoning-gym``, an edited generator), so two machines can
+never silently serve different episodes under the same id. A non-default config that no
+lock holds is hashed once per process instead, and that hash is what the records carry
+as ``fixture_sha256``: nothing is refused up front, but a replay or regrade elsewhere
+compares it and catches drift.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from frostgym.core.errors import FixtureMismatchError
-from frostgym.core.tasks import ProceduralSource
+from frostgym.core.hashing import canonical_json
+from frostgym.core.tasks import TaskSource
 
-_verified: dict[tuple[str, str, type[ProceduralSource]], str] = {}
+_verified: dict[tuple[str, str, str, type[TaskSource]], str] = {}
 _lock = threading.Lock()
 
 
-def lock_path(family: str) -> Path:
+def package_lock_file(family: str) -> Path:
+    """Where a family shipped inside the package keeps its lock."""
     return Path(str(resources.files("frostgym") / "fixtures" / family / "lock.json"))
 
 
-def read_lock(family: str) -> dict[str, Any]:
-    path = lock_path(family)
+def read_lock(path: Path) -> dict[str, Any]:
+    """The entries of the lock file at ``path``; none if it does not exist."""
     if not path.exists():
         return {}
-    data: dict[str, Any] = json.loads(path.read_text())
+    data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
     return data
 
 
-def lock_entry(source: ProceduralSource) -> dict[str, Any]:
-    return {
-        "version": source.version,
-        "sizes": {k: v for k, v in source.sizes.items()},
-        "dev_sha256": source.fingerprint(("dev",)),
-    }
-
-
-def write_lock(family: str, sources: list[ProceduralSource]) -> Path:
-    """Recompute and write the lock file; only for deliberate, reviewed data changes."""
-    path = lock_path(family)
+def _write(path: Path, entries: dict[str, Any]) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
-    data = {s.name: lock_entry(s) for s in sorted(sources, key=lambda s: s.name)}
-    path.write_text(json.dumps(data, indent=2, sort_keys=True) + "\n")
+    path.write_text(json.dumps(dict(sorted(entries.items())), indent=2, sort_keys=True) + "\n", encoding="utf-8")
     return path
 
 
-def merge_lock(family: str, source: ProceduralSource) -> Path:
-    """Recompute one source's entry and keep the family's others: for a family whose
-    sources are added one at a time."""
-    path = lock_path(family)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = read_lock(family) if path.exists() else {}
-    data[source.name] = lock_entry(source)
-    path.write_text(json.dumps(dict(sorted(data.items())), indent=2, sort_keys=True) + "\n")
-    return path
+def write_lock(path: Path, sources: Iterable[TaskSource]) -> Path:
+    """Recompute the entries of ``sources`` and write them as the whole lock file at
+    ``path``; only for deliberate, reviewed data changes."""
+    return _write(path, {s.id_prefix: s.lock_record() for s in sources})
 
 
-def verified_fixture_sha256(family: str, source: ProceduralSource) -> str:
-    """The locked hash of ``source``, checked against a recomputation once per process."""
+def merge_lock(path: Path, source: TaskSource) -> Path:
+    """Recompute one source's entry and keep the file's others: for a source (or a
+    config of one) locked on its own."""
+    entries = read_lock(path)
+    entries[source.id_prefix] = source.lock_record()
+    return _write(path, entries)
+
+
+def _fixture_sha256(source: TaskSource, record: dict[str, Any]) -> str:
+    """The one hash that names the data ``source`` serves: SHA-256 over the full content
+    of its locked splits together (for one split, that split's hash in ``record``)."""
+    hashes = record["sha256"]
+    if len(hashes) == 1:
+        return str(next(iter(hashes.values())))
+    return source.fingerprint(source.locked_splits)
+
+
+def verified_fixture_sha256(path: Path, source: TaskSource) -> str:
+    """The fixture hash of ``source``, checked once per process against its entry in the
+    lock file at ``path``. Raises ``FixtureMismatchError`` if the entry differs from a
+    recomputation, or if there is none for the default config; a non-default config
+    without an entry is hashed and trusted for this process."""
     # Keyed by class too: another generator under the same name is checked afresh.
-    key = (family, source.name, type(source))
+    key = (str(path), source.id_prefix, canonical_json(source.config_record()), type(source))
     with _lock:
         if key in _verified:
             return _verified[key]
-        entry = read_lock(family).get(source.name)
-        if entry is None:
+        entry = read_lock(path).get(source.id_prefix)
+        actual = source.lock_record()
+        if entry is None and source.default_config:
             raise FixtureMismatchError(
-                f"no locked hash for task source {source.name!r} in {lock_path(family)}; "
+                f"no locked hash for task source {source.id_prefix!r} in {path}; "
                 "run `frostgym lock --write` after reviewing the data"
             )
-        actual = lock_entry(source)
-        if actual != entry:
+        if entry is not None and entry != actual:
             raise FixtureMismatchError(
-                f"task source {source.name!r} does not match its lock: expected {entry}, got {actual}. "
-                "A dependency that generates tasks (e.g. reasoning-gym) is not the pinned version, "
-                "or the generator changed without a version bump."
+                f"task source {source.id_prefix!r} does not match its lock in {path}: expected {entry}, "
+                f"got {actual}. A dependency that generates tasks (e.g. reasoning-gym) is not the pinned "
+                "version, or the generator changed without a version bump."
             )
-        _verified[key] = entry["dev_sha256"]
+        _verified[key] = _fixture_sha256(source, actual)
         return _verified[key]

@@ -1,12 +1,41 @@
-"""The one grader result type, shared by every grader and every env."""
+"""The one grader result type, shared by every grader and every env, and the one
+description every grader declares of itself (``GraderSpec``)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any
 
 from frostgym.core.errors import FrostgymError, GraderError
+
+
+@dataclass(frozen=True)
+class GraderSpec:
+    """What a grader declares once, as a module constant, and stamps on every ``Grade``
+    it builds: its ``name`` and ``version`` (records and cards carry both; bump the
+    version whenever a verdict can change), every ``label`` it can give, and its default
+    ``weights`` and ``required`` components (a grader's config may override those two).
+
+    Raises ``ValueError`` for an empty name or version, weights that do not sum to a
+    positive number, or a label declared twice.
+    """
+
+    name: str
+    version: str
+    labels: tuple[str, ...]
+    weights: Mapping[str, float]
+    required: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        if not self.name or not self.version:
+            raise ValueError("a grader needs a name and a version")
+        if sum(self.weights.values()) <= 0:
+            raise ValueError(f"grader {self.name}: weights must sum to a positive number")
+        if len(set(self.labels)) != len(self.labels):
+            raise ValueError(f"grader {self.name}: labels are declared twice")
+        object.__setattr__(self, "weights", MappingProxyType(dict(self.weights)))
 
 
 @dataclass(frozen=True)
@@ -41,23 +70,33 @@ class Grade:
     @classmethod
     def weighted(
         cls,
+        grader: GraderSpec,
         *,
         components: Mapping[str, float],
-        weights: Mapping[str, float],
-        required: tuple[str, ...],
-        grader: str,
-        grader_version: str,
         label: str | None,
         details: Mapping[str, Any],
+        weights: Mapping[str, float] | None = None,
+        required: tuple[str, ...] | None = None,
     ) -> Grade:
-        """A grade whose score is ``weighted_score`` of its components: how graders build one."""
+        """How a grader builds its grade: the score is ``weighted_score`` of ``components``
+        under ``grader``'s weights and required components (or ``weights`` and ``required``
+        from the grader's config, when given), stamped with its name and version.
+
+        Raises ``ValueError`` for a ``label`` that ``grader`` does not declare, and what
+        the ``Grade`` constructor raises (a component outside [0, 1], a weight on a
+        component that is not there).
+        """
+        if label is not None and label not in grader.labels:
+            raise ValueError(f"grader {grader.name} gave the undeclared label {label!r}")
+        weights = grader.weights if weights is None else weights
+        required = grader.required if required is None else required
         return cls(
             score=weighted_score(components, weights, required),
             components=dict(components),
             weights=dict(weights),
             required=required,
-            grader=grader,
-            grader_version=grader_version,
+            grader=grader.name,
+            grader_version=grader.version,
             label=label,
             details=dict(details),
         )

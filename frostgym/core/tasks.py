@@ -1,27 +1,46 @@
 """Tasks and task sources: where an env's episodes come from.
 
-A ``Task`` is plain frozen data. A ``ProceduralSource`` turns (split, index) into a
-task with a private RNG derived by ``derive_seed`` and keeps a split's tasks only if
-their content hashes into that split, so splits never share a question. Finite splits
-are materialised once per process (and de-duplicated); ``train`` is unbounded.
+A ``Task`` is plain frozen data. Every env serves one ``TaskSource``, of one of two kinds:
+
+- ``ProceduralSource``, a seeded generator: it turns (split, index) into a task with a
+  private RNG derived by ``derive_seed`` and keeps a split's tasks only if their content
+  hashes into that split, so splits never share a question. Finite splits are
+  materialised once per process (and de-duplicated); ``train`` is unbounded.
+- ``TaskListSource``, a fixed list (a published benchmark, hand-written tasks): its
+  subclass only says how to load the drafts of each split. Its ``train`` split may be
+  drawn, unbounded, from a ``ProceduralSource`` that never serves a listed prompt.
+
+Both answer the same questions (sizes, ``task``, ``task_by_id``, ``sample``, ``tasks``)
+and give the fixture lock (``frostgym.core.fixture_lock``) the same ``lock_record``,
+which hashes the splits the source names in ``locked_splits``.
+
+A source may take a config: a frozen dataclass of JSON values (``config_type``) that its
+content is made from. The default config gives the task ids, seeds and content every
+shipped lock records. Any other config tags the ids (``arithmetic~3f9a2c1b/dev/4``), so
+tasks of two configs are never taken for one another, and is part of every task seed.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import json
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from types import MappingProxyType
-from typing import Any
+from typing import Any, ClassVar, TypeVar, cast
 
 import numpy as np
 
 from frostgym.core.errors import UnknownTaskError
-from frostgym.core.hashing import sha256_json
+from frostgym.core.hashing import canonical_json, sha256_json
 from frostgym.core.seeding import derive_random
 from frostgym.core.splits import ALL_SPLITS, DEFAULT_SPLIT_PERCENT, Split, check_split, split_of
+
+ConfigT = TypeVar("ConfigT")
+SourceT = TypeVar("SourceT", bound="TaskSource")
 
 
 @dataclass(frozen=True)
@@ -61,7 +80,7 @@ class Task:
 
 @dataclass(frozen=True)
 class Draft:
-    """What a generator returns before the source gives it an id and a split."""
+    """What a generator or loader returns before the source gives it an id and a split."""
 
     prompt: str
     answer: str
@@ -80,31 +99,107 @@ def parse_task_id(task_id: str) -> tuple[str, Split, int]:
     return parts[0], check_split(parts[1]), int(parts[2])
 
 
-class ProceduralSource(ABC):
-    """A seeded generator of tasks with fixed-size eval splits and an unbounded train split."""
+# -- configs ---------------------------------------------------------------------------
+
+
+def make_config(config_type: type[ConfigT], value: ConfigT | Mapping[str, Any] | None) -> ConfigT:
+    """``value`` as a ``config_type`` (a frozen dataclass): None is the default config, an
+    instance is kept, a mapping (JSON, as a card records it) is read key by key, its lists
+    as tuples so the config stays hashable. Raises ``ValueError`` naming the accepted keys
+    for an unknown one, and whatever the config's own checks raise for a bad value."""
+    if value is None:
+        return config_type()
+    if isinstance(value, config_type):
+        return value
+    if not isinstance(value, Mapping):
+        raise ValueError(f"a {config_type.__name__} is a mapping of its fields, got {type(value).__name__}")
+    accepted = [f.name for f in dataclasses.fields(config_type)]  # type: ignore[arg-type]
+    unknown = sorted(str(k) for k in value if k not in accepted)
+    if unknown:
+        raise ValueError(f"unknown {config_type.__name__} keys {unknown}; accepted: {', '.join(accepted)}")
+    return config_type(**{k: tuple(v) if isinstance(v, list) else v for k, v in value.items()})
+
+
+def require_int(name: str, value: object, *, low: int, high: int | None = None) -> None:
+    """For a config's ``__post_init__``: ``ValueError`` unless ``value`` is an int in [low, high]."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
+        bounds = f">= {low}" if high is None else f"in [{low}, {high}]"
+        raise ValueError(f"{name} must be an integer {bounds}, got {value!r}")
+
+
+# -- the shared base -------------------------------------------------------------------
+
+
+class TaskSource(ABC):
+    """Everything a task source shares, whatever makes its tasks. Raises
+    ``UnknownTaskError`` for a task or split it does not have."""
 
     #: Stable identifier; part of every task id and every derived seed.
     name: str
-    #: Bump when generated content changes; it is hashed into every task seed.
+    #: Bump when the content changes; a generator hashes it into every task seed.
     version: str
     difficulty: str
     tags: tuple[str, ...] = ()
-    sizes: Mapping[Split, int | None] = MappingProxyType({"train": None, "dev": 200, "test": 500, "private": 500})
+    #: Tasks per split: a count, or None for an unbounded split (drawn by index).
+    sizes: Mapping[Split, int | None]
     #: How content hashes are shared out among the splits.
     split_percent: Mapping[Split, int] = DEFAULT_SPLIT_PERCENT
-    #: Give up on a split if this many draws in a row are rejected (guards a broken generator).
-    max_rejections: int = 10_000
+    #: The finite splits whose content the fixture lock hashes.
+    locked_splits: tuple[Split, ...]
     #: Installed distributions (PyPI names) the tasks' content is read, generated or replayed
     #: from: another version of one can change an episode. A card's provenance records their
     #: versions (``frostgym.cards.provenance``); this is the only list of them.
     distributions: tuple[str, ...] = ()
+    #: The frozen dataclass of options the content is made from; None: the source takes none.
+    config_type: ClassVar[type[Any] | None] = None
+    #: This source's config (a ``config_type`` instance), or None.
+    config: Any
+    #: Whether ``config`` is the default one (always, for a source without a config).
+    default_config: bool
+    #: The first part of every task id: the name, plus ``~tag`` for a non-default config.
+    id_prefix: str
 
-    def __init__(self) -> None:
+    def __init__(self, config: object = None) -> None:
+        """``config``: a ``config_type`` instance or a mapping of its fields (``make_config``);
+        None is the default. ``ValueError`` for a bad config, or any for a source without one."""
+        if self.config_type is None:
+            if config is not None:
+                raise ValueError(f"task source {self.name!r} takes no config, got {config!r}")
+            self.config = None
+        else:
+            self.config = make_config(self.config_type, config)
+        record = self.config_record()
+        self.default_config = self.config_type is None or self.config == self.config_type()
+        self.id_prefix = self.name if self.default_config else f"{self.name}~{sha256_json(record)[:8]}"
         self._finite: dict[Split, list[Task]] = {}
+        self._pools: dict[Split, list[Task]] = {}
 
+    # -- what a kind provides ----------------------------------------------------------
     @abstractmethod
-    def generate(self, rng: random.Random) -> Draft:
-        """Make one task from ``rng`` alone (no other randomness, no I/O)."""
+    def _build(self, split: Split) -> list[Task]:
+        """Every task of the finite ``split``, in index order (called once per split)."""
+
+    def _draw(self, split: Split, index: int) -> Task:
+        """Task ``index`` of the unbounded ``split``."""
+        raise UnknownTaskError(f"{self.name} has no unbounded split {split!r}")
+
+    # -- what a subclass may narrow ----------------------------------------------------
+    def drawable(self, task: Task) -> bool:
+        """Whether ``sample`` may draw ``task`` from its finite split. A source narrowed to
+        part of its content (BFCL's categories) says no to the rest; its tasks, sizes and
+        lock stay the whole."""
+        return True
+
+    def _task_id(self, split: Split, index: int, draft: Draft) -> str:
+        return f"{self.id_prefix}/{split}/{index}"
+
+    # -- the API -----------------------------------------------------------------------
+    def config_record(self) -> dict[str, Any]:
+        """The config as JSON data (what the lock and a card record); ``{}`` for none."""
+        if self.config is None:
+            return {}
+        data: dict[str, Any] = json.loads(canonical_json(dataclasses.asdict(self.config)))
+        return data
 
     def size(self, split: Split) -> int | None:
         return self.sizes[check_split(split)]
@@ -112,23 +207,29 @@ class ProceduralSource(ABC):
     def task(self, split: Split, index: int) -> Task:
         split = check_split(split)
         size = self.sizes[split]
+        if size == 0:
+            raise self._no_split(split)
         if index < 0 or (size is not None and index >= size):
             raise UnknownTaskError(f"{self.name}: index {index} is outside split {split!r} (size {size})")
         if size is None:
-            return self._draw_unbounded(split, index)
+            return self._draw(split, index)
         return self._finite_split(split)[index]
 
     def task_by_id(self, task_id: str) -> Task:
-        source, split, index = parse_task_id(task_id)
-        if source != self.name:
-            raise UnknownTaskError(f"task {task_id!r} is not from source {self.name!r}")
+        prefix, split, index = parse_task_id(task_id)
+        if prefix != self.id_prefix:
+            raise UnknownTaskError(f"task {task_id!r} is not from source {self.id_prefix!r}")
         return self.task(split, index)
 
     def sample(self, split: Split, rng: np.random.Generator) -> Task:
         """The task an episode seeded with ``rng`` gets."""
         size = self.size(split)
-        bound = size if size is not None else 2**62
-        return self.task(split, int(rng.integers(0, bound, dtype=np.int64)))
+        if size is None:
+            return self.task(split, int(rng.integers(0, 2**62, dtype=np.int64)))
+        pool = self._pool(split)
+        if not pool:
+            raise self._no_split(split)
+        return pool[int(rng.integers(0, len(pool), dtype=np.int64))]
 
     def tasks(self, split: Split) -> Iterator[Task]:
         size = self.size(split)
@@ -136,13 +237,24 @@ class ProceduralSource(ABC):
             raise ValueError(f"split {split!r} of {self.name} is unbounded; iterate with task()")
         return iter(self._finite_split(split))
 
-    def fingerprint(self, splits: tuple[Split, ...] = ("dev",)) -> str:
+    def fingerprint(self, splits: tuple[Split, ...]) -> str:
         """SHA-256 over the full content of the given finite splits."""
         return sha256_json([[t.record() for t in self.tasks(s)] for s in splits])
 
+    def lock_record(self) -> dict[str, Any]:
+        """What the fixture lock keeps for this source: its version, config, split sizes and
+        the SHA-256 of each locked split (``{"sha256": {"dev": …}}``)."""
+        return {
+            "version": self.version,
+            "config": self.config_record(),
+            "sizes": dict(self.sizes),
+            "sha256": {split: self.fingerprint((split,)) for split in self.locked_splits},
+        }
+
+    # -- shared machinery --------------------------------------------------------------
     def _make(self, split: Split, index: int, draft: Draft) -> Task:
         return Task(
-            task_id=f"{self.name}/{split}/{index}",
+            task_id=self._task_id(split, index, draft),
             source=self.name,
             split=split,
             index=index,
@@ -154,26 +266,66 @@ class ProceduralSource(ABC):
             metadata=draft.metadata,
         )
 
+    def _finite_split(self, split: Split) -> list[Task]:
+        cached = self._finite.get(split)
+        if cached is None:
+            cached = self._finite[split] = self._build(split)
+        return cached
+
+    def _no_split(self, split: Split) -> UnknownTaskError:
+        served = ", ".join(repr(s) for s in ALL_SPLITS if s != split and self.sizes[s] != 0)
+        return UnknownTaskError(f"{self.id_prefix} has no task to draw in split {split!r}; its tasks are in {served}")
+
+    def _pool(self, split: Split) -> list[Task]:
+        pool = self._pools.get(split)
+        if pool is None:
+            pool = self._pools[split] = [t for t in self._finite_split(split) if self.drawable(t)]
+        return pool
+
+
+# -- the two kinds ---------------------------------------------------------------------
+
+
+class ProceduralSource(TaskSource):
+    """A seeded generator of tasks with fixed-size eval splits and an unbounded train
+    split. Its lock hashes the dev split."""
+
+    sizes: Mapping[Split, int | None] = MappingProxyType({"train": None, "dev": 200, "test": 500, "private": 500})
+    locked_splits: tuple[Split, ...] = ("dev",)
+    #: Give up on a split if this many draws in a row are rejected (guards a broken generator).
+    max_rejections: int = 10_000
+
+    def __init__(self, config: object = None) -> None:
+        super().__init__(config)
+        #: Prompts this generator never serves: a fixed list's, when it draws that list's train.
+        self.held_out: frozenset[str] = frozenset()
+        # The default config seeds as it always has; any other is part of every seed.
+        self._config_seed: tuple[str, ...] = () if self.default_config else (canonical_json(self.config_record()),)
+
+    @abstractmethod
+    def generate(self, rng: random.Random) -> Draft:
+        """Make one task from ``rng`` alone (no other randomness, no I/O). Raising
+        ``ValueError`` or ``ArithmeticError`` rejects the draw; the next one is used."""
+
     def _owns(self, draft: Draft, split: Split) -> bool:
+        if draft.prompt in self.held_out:
+            return False
         return split_of(draft.prompt, salt=self.name, percent=self.split_percent) == split
 
     def _try_generate(self, *seed_parts: str | int) -> Draft | None:
         try:
-            return self.generate(derive_random(self.name, self.version, *seed_parts))
+            return self.generate(derive_random(self.name, self.version, *self._config_seed, *seed_parts))
         except (ValueError, ArithmeticError):
             return None  # some seeds make degenerate instances; the next draw is just as frozen
 
-    def _draw_unbounded(self, split: Split, index: int) -> Task:
+    def _draw(self, split: Split, index: int) -> Task:
         for attempt in range(self.max_rejections):
             draft = self._try_generate(split, index, attempt)
             if draft is not None and self._owns(draft, split):
                 return self._make(split, index, draft)
         raise RuntimeError(f"{self.name}: no task for {split}/{index} after {self.max_rejections} draws")
 
-    def _finite_split(self, split: Split) -> list[Task]:
-        cached = self._finite.get(split)
-        if cached is not None:
-            return cached
+    def _build(self, split: Split) -> list[Task]:
         size = self.sizes[split]
         assert size is not None
         tasks: list[Task] = []
@@ -185,10 +337,79 @@ class ProceduralSource(ABC):
             if draft is None or draft.prompt in seen or not self._owns(draft, split):
                 rejected_in_row += 1
                 if rejected_in_row > self.max_rejections:
-                    raise RuntimeError(f"{self.name}: split {split!r} stalled at {len(tasks)} tasks")
+                    raise RuntimeError(
+                        f"{self.id_prefix}: split {split!r} stalled at {len(tasks)} tasks "
+                        "(its config may allow too few distinct tasks)"
+                    )
                 continue
             rejected_in_row = 0
             seen.add(draft.prompt)
             tasks.append(self._make(split, len(tasks), draft))
-        self._finite[split] = tasks
         return tasks
+
+
+class TaskListSource(TaskSource):
+    """A fixed list of tasks per split, loaded once by ``load``; a task's index is its
+    position in its split's list. Splits ``load`` leaves out are empty, unless
+    ``train_generator`` gives a generator for an unbounded ``train``. Its lock hashes every
+    non-empty listed split."""
+
+    def __init__(self, config: object = None) -> None:
+        super().__init__(config)
+        loaded = self.load()
+        self._listed: dict[Split, list[Draft]] = {split: list(loaded.get(split, ())) for split in ALL_SPLITS}
+        sizes: dict[Split, int | None] = {split: len(drafts) for split, drafts in self._listed.items()}
+        self.train = self.train_generator()
+        if self.train is not None:
+            if sizes["train"] or self.train.id_prefix != self.id_prefix:
+                raise ValueError(f"{self.name}: a generated train needs no listed train and the source's name")
+            self.train.held_out = frozenset(d.prompt for drafts in self._listed.values() for d in drafts)
+            sizes["train"] = None
+        self.sizes = MappingProxyType(sizes)
+        self.locked_splits = tuple(split for split in ALL_SPLITS if sizes[split])
+
+    @abstractmethod
+    def load(self) -> Mapping[Split, Sequence[Draft]]:
+        """The drafts of each split, in index order (``deal_by_content`` shares one list out)."""
+
+    def train_generator(self) -> ProceduralSource | None:
+        """A generator (with this source's name) for an unbounded ``train`` split, or None.
+        It is told to hold out every listed prompt, so train never repeats a listed task."""
+        return None
+
+    def deal_by_content(self, drafts: Iterable[Draft]) -> dict[Split, list[Draft]]:
+        """``drafts`` dealt into splits by a hash of their prompt (``split_percent``, salted
+        with the name), keeping their order: adding a task never moves another between
+        splits. ``ValueError`` if two drafts share a prompt."""
+        dealt: dict[Split, list[Draft]] = {}
+        seen: set[str] = set()
+        for draft in drafts:
+            if draft.prompt in seen:
+                raise ValueError(f"two {self.name} tasks share a prompt: {draft.prompt[:80]!r}")
+            seen.add(draft.prompt)
+            dealt.setdefault(split_of(draft.prompt, salt=self.name, percent=self.split_percent), []).append(draft)
+        return dealt
+
+    def _build(self, split: Split) -> list[Task]:
+        return [self._make(split, index, draft) for index, draft in enumerate(self._listed[split])]
+
+    def _draw(self, split: Split, index: int) -> Task:
+        if self.train is None or split != "train":
+            return super()._draw(split, index)
+        return self.train.task(split, index)
+
+
+def shared_source(kind: type[SourceT], config: object = None) -> SourceT:
+    """The one instance of ``kind`` per process and config (as ``make_config`` takes it;
+    None is the default), so a finite split is built once however many envs serve it.
+    ``ValueError`` for a bad config, or for any config given to a kind that takes none."""
+    if kind.config_type is not None:
+        config = make_config(kind.config_type, config)
+    elif config is not None:
+        return kind(config)  # which refuses it
+    return cast(SourceT, _shared(kind, config))
+
+
+@cache
+def _shared(kind: type[TaskSource], config: object) -> TaskSource:
+    return kind(config)

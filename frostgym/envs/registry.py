@@ -6,7 +6,7 @@ any family (reasoning-gym alone takes a second to import).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -93,9 +93,10 @@ def entry(env_id: str) -> EnvEntry:
     raise gymnasium.error.UnregisteredEnv(f"{env_id!r} is not a frostgym env; registered: {known}")
 
 
-def register_envs() -> None:
-    """Register every id with gymnasium (idempotent)."""
-    for e in ENTRIES:
+def register_envs(entries: Iterable[EnvEntry] = ENTRIES) -> None:
+    """Register every id of ``entries`` (by default frostgym's own) with gymnasium,
+    idempotently. A family kept outside frostgym passes its own entries."""
+    for e in entries:
         if e.id not in gymnasium.registry:
             gymnasium.register(id=e.id, entry_point=e.entry_point, kwargs=dict(e.kwargs))
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, Literal
 
-from frostgym.core.grade import Grade
+from frostgym.core.grade import Grade, GraderSpec
 
 Expectation = Literal["bad", "good"]
 
@@ -96,16 +96,18 @@ def load_suite(name: str) -> tuple[str, list[AdversarialCase]]:
     return data["grader"], cases
 
 
-def run_suite(
-    name: str, grade: Callable[[AdversarialCase], Grade], labels_declared: tuple[str, ...] = ()
-) -> SuiteReport:
+def run_suite(name: str, grade: Callable[[AdversarialCase], Grade], grader: GraderSpec) -> SuiteReport:
     """Grade every case of suite ``name`` with ``grade`` (which reads what it needs from
-    the case: reply, gold, context) and check each expectation."""
-    grader, cases = load_suite(name)
+    the case: reply, gold, context) and check each expectation; the report's label
+    coverage is over ``grader.labels``. Raises ``ValueError`` when the suite is for
+    another grader than ``grader`` or has duplicate case ids."""
+    suite_grader, cases = load_suite(name)
+    if suite_grader != grader.name:
+        raise ValueError(f"suite {name!r} is for grader {suite_grader!r}, not {grader.name!r}")
     ids = [c.id for c in cases]
     if len(ids) != len(set(ids)):
         raise ValueError(f"suite {name!r} has duplicate case ids")
-    report = SuiteReport(grader=grader, cases=len(cases), labels_declared=labels_declared)
+    report = SuiteReport(grader=grader.name, cases=len(cases), labels_declared=grader.labels)
     for case in cases:
         result = grade(case)
         if result.label is not None:

@@ -17,22 +17,18 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from types import MappingProxyType
 from typing import Any, Literal, get_args
 
 from frostgym.code.extraction import ExtractedCode, assemble_program, extract_code
 from frostgym.code.harness import TestOutcome, TestProgram, compile_examples, compile_hidden_tests, run_tests
-from frostgym.core.grade import Grade
+from frostgym.core.grade import Grade, GraderSpec
 from frostgym.sandbox.client import Sandbox
 from frostgym.sandbox.limits import SandboxLimits
-from frostgym.sandbox.result import TaskResult
+from frostgym.sandbox.result import JobResult
 
-GRADER = "code_tests"
-# 1.1: a task at its memory or output limit runs no more tests (they count as failed)
-# 1.2: a lost sandbox raises (an infra_error drop) instead of grading 0 as sandbox_error;
-#      a returned builtin subclass (Counter, namedtuple, ...) is compared as its base value
-GRADER_VERSION = "1.2.0"
 CodeStatus = Literal[
     "passed",
     "failed",
@@ -43,7 +39,18 @@ CodeStatus = Literal[
     "output_exceeded",
 ]
 STATUSES: tuple[CodeStatus, ...] = get_args(CodeStatus)
-LABELS: tuple[str, ...] = STATUSES[1:]
+GRADER = GraderSpec(
+    name="code_tests",
+    # 1.1: a task at its memory or output limit runs no more tests (they count as failed)
+    # 1.2: a lost sandbox raises (an infra_error drop) instead of grading 0 as sandbox_error;
+    #      a returned builtin subclass (Counter, namedtuple, ...) is compared as its base value
+    version="1.2.0",
+    labels=STATUSES[1:],  # every status but ``passed``
+    weights={"correctness": 1.0},
+    required=("correctness",),
+)
+#: The weights with ``partial_credit`` (nothing required): the score is the fraction of tests passed.
+PARTIAL_CREDIT_WEIGHTS: Mapping[str, float] = MappingProxyType({"tests_passed": 1.0})
 _FORMAT = {"fenced": 1.0, "raw": 0.5, "empty": 0.0}
 OUTPUT_CHARS = 2_000
 
@@ -72,10 +79,10 @@ class CodeProblem:
 class Execution:
     status: CodeStatus
     outcome: TestOutcome | None
-    result: TaskResult
+    result: JobResult
 
 
-def status_of(result: TaskResult, outcome: TestOutcome | None) -> CodeStatus:
+def status_of(result: JobResult, outcome: TestOutcome | None) -> CodeStatus:
     if outcome is not None and outcome.all_passed:
         return "passed"
     if result.termination in ("timeout", "memory_exceeded", "output_exceeded"):
@@ -94,13 +101,13 @@ def execute(
 ) -> Execution:
     """Run ``tests`` against ``program_source``; never raises for anything the code does.
 
-    A sandbox that fails on its own (server lost, task not set up, backend unavailable)
+    A sandbox that fails on its own (server lost, job not set up, backend unavailable)
     raises ``SandboxCrashError``: the run has no verdict, and a runner drops the episode
     as ``infra_error`` rather than charge it to the code."""
-    task = sandbox.task(program_source, limits)
-    with task:
-        outcome = run_tests(tests, task, entry_point) if task.loaded else None
-    result = task.finish()
+    job = sandbox.job(program_source, limits)
+    with job:
+        outcome = run_tests(tests, job, entry_point) if job.loaded else None
+    result = job.finish()
     return Execution(status_of(result, outcome), outcome, result)
 
 
@@ -136,20 +143,14 @@ def _grade(run: Execution, extracted: ExtractedCode, config: CodeGraderConfig) -
     fraction = passed / total if total else 0.0
     correct = 1.0 if run.status == "passed" else 0.0
     components = {"correctness": correct, "tests_passed": fraction, "format": _FORMAT[extracted.where]}
-    weights: dict[str, float]
-    required: tuple[str, ...]
-    if config.partial_credit:
-        weights, required = {"tests_passed": 1.0}, ()
-    else:
-        weights, required = {"correctness": 1.0}, ("correctness",)
+    partial = config.partial_credit
     return Grade.weighted(
+        GRADER,
         components=components,
-        weights=weights,
-        required=required,
-        grader=GRADER,
-        grader_version=GRADER_VERSION,
         label=None if run.status == "passed" else run.status,
         details=execution_details(run, extracted),
+        weights=PARTIAL_CREDIT_WEIGHTS if partial else None,
+        required=() if partial else None,
     )
 
 

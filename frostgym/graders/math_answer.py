@@ -16,26 +16,29 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from fractions import Fraction
-from types import MappingProxyType
 from typing import Any
 
-from frostgym.core.grade import Grade
+from frostgym.core.grade import Grade, GraderSpec
 from frostgym.graders.extraction import extract_answers, strip_tags
 from frostgym.graders.language import language_score
 from frostgym.graders.numbers import ParsedNumber, parse_number, strip_decoration
 
-GRADER_NAME = "math"
-GRADER_VERSION = "1.1.0"  # 1.1: details.answer_key for maj@k
-#: Every label this grader can give; ``None`` means a perfect score.
-LABELS: tuple[str, ...] = (
-    "too_long",
-    "no_answer",
-    "ambiguous_answer",
-    "non_ascii_digits",
-    "unparseable_answer",
-    "wrong_answer",
-    "format_error",
-    "language_mismatch",
+GRADER = GraderSpec(
+    name="math",
+    version="1.1.0",  # 1.1: details.answer_key for maj@k
+    # every label this grader can give; none means a perfect score
+    labels=(
+        "too_long",
+        "no_answer",
+        "ambiguous_answer",
+        "non_ascii_digits",
+        "unparseable_answer",
+        "wrong_answer",
+        "format_error",
+        "language_mismatch",
+    ),
+    weights={"correctness": 0.8, "format": 0.1, "language": 0.1},
+    required=("correctness",),
 )
 _REASON_LABEL = {
     "empty": "no_answer",
@@ -50,10 +53,8 @@ _SYMBOLIC_MAX_CHARS = 200
 
 @dataclass(frozen=True)
 class MathGraderConfig:
-    weights: Mapping[str, float] = field(
-        default_factory=lambda: MappingProxyType({"correctness": 0.8, "format": 0.1, "language": 0.1})
-    )
-    required: tuple[str, ...] = ("correctness",)
+    weights: Mapping[str, float] = field(default_factory=lambda: GRADER.weights)
+    required: tuple[str, ...] = GRADER.required
     #: Replies longer than this are graded ``too_long`` without being read.
     max_reply_chars: int = 200_000
     language: str = "en"
@@ -109,13 +110,7 @@ def _grade(
         "gold": gold,
     }
     return Grade.weighted(
-        components=components,
-        weights=config.weights,
-        required=config.required,
-        grader=GRADER_NAME,
-        grader_version=GRADER_VERSION,
-        label=label,
-        details=details,
+        GRADER, components=components, label=label, details=details, weights=config.weights, required=config.required
     )
 
 

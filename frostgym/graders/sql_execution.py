@@ -19,29 +19,32 @@ import threading
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, Literal
 
-from frostgym.core.grade import Grade
+from frostgym.core.grade import Grade, GraderSpec
 from frostgym.core.hashing import sha256_json
 from frostgym.core.tags import outside_reasoning, tagged_blocks
 from frostgym.sql.executor import TRUSTED_TIMEOUT_S, QueryResult, SafeDatabase
 from frostgym.sql.statements import orders_rows
 
-GRADER_NAME = "sql_execution"
-# 1.1: details.answer_key for maj@k. 1.2: a query that needs more than the executor's memory
-# bound (64 MiB) is an ``error``, where it was a ``timeout``; gold queries get the trusted deadline.
-GRADER_VERSION = "1.2.0"
 SQLStatus = Literal["match", "mismatch", "error", "timeout", "not_select", "no_answer"]
-#: Every label this grader gives (the status, when it is not ``match``).
-LABELS: tuple[str, ...] = ("mismatch", "error", "timeout", "not_select", "no_answer")
+GRADER = GraderSpec(
+    name="sql_execution",
+    # 1.1: details.answer_key for maj@k. 1.2: a query that needs more than the executor's memory
+    # bound (64 MiB) is an ``error``, where it was a ``timeout``; gold queries get the trusted deadline.
+    version="1.2.0",
+    # the status, when it is not ``match``
+    labels=("mismatch", "error", "timeout", "not_select", "no_answer"),
+    weights={"correctness": 0.9, "format": 0.1},
+    required=("correctness",),
+)
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
 
 
 @dataclass(frozen=True)
 class SQLGraderConfig:
-    weights: Mapping[str, float] = field(default_factory=lambda: MappingProxyType({"correctness": 0.9, "format": 0.1}))
-    required: tuple[str, ...] = ("correctness",)
+    weights: Mapping[str, float] = field(default_factory=lambda: GRADER.weights)
+    required: tuple[str, ...] = GRADER.required
     significant_digits: int = 9
     max_reply_chars: int = 100_000
 
@@ -135,11 +138,10 @@ def grade_sql(reply: str, gold_sql: str, db: SafeDatabase, config: SQLGraderConf
 def _grade(status: SQLStatus, format_score: float, details: dict[str, Any], config: SQLGraderConfig) -> Grade:
     components = {"correctness": 1.0 if status == "match" else 0.0, "format": format_score}
     return Grade.weighted(
+        GRADER,
         components=components,
-        weights=config.weights,
-        required=config.required,
-        grader=GRADER_NAME,
-        grader_version=GRADER_VERSION,
         label=None if status == "match" else status,
         details={"status": status, **details},
+        weights=config.weights,
+        required=config.required,
     )

@@ -33,43 +33,42 @@ from __future__ import annotations
 
 import ast
 import json
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any, cast
 
-from frostgym.core.grade import Grade
+from frostgym.core.grade import Grade, GraderSpec
 from frostgym.core.hashing import canonical_json
-from frostgym.tools.calls import MAX_CALL_TEXT, ParsedReply, ToolCall, parse_reply
+from frostgym.tools.calls import MAX_CALL_TEXT, ParsedReply, ToolCall, as_json_data, parse_reply
 
-GRADER_NAME = "tool_ast"
-#: 1.1: details.answer_key for maj@k. 1.2: too_long over MAX_CALL_TEXT characters; call
-#: arguments past the parser's bounds (depth, 64-bit integers, finite numbers, JSON types)
-#: and calls past MAX_CALLS_PER_REPLY are malformed_call.
-GRADER_VERSION = "1.2.0"
-#: Every label this grader gives.
-LABELS: tuple[str, ...] = (
-    "too_long",
-    "no_call",
-    "wrong_count",
-    "wrong_function",
-    "missing_param",
-    "unexpected_param",
-    "wrong_type",
-    "wrong_value",
-    "malformed_call",
-    "called_when_irrelevant",
+GRADER = GraderSpec(
+    name="tool_ast",
+    # 1.1: details.answer_key for maj@k. 1.2: too_long over MAX_CALL_TEXT characters; call
+    # arguments past the parser's bounds (depth, 64-bit integers, finite numbers, JSON types)
+    # and calls past MAX_CALLS_PER_REPLY are malformed_call.
+    version="1.2.0",
+    labels=(
+        "too_long",
+        "no_call",
+        "wrong_count",
+        "wrong_function",
+        "missing_param",
+        "unexpected_param",
+        "wrong_type",
+        "wrong_value",
+        "malformed_call",
+        "called_when_irrelevant",
+    ),
+    weights={"correctness": 0.9, "tool_format": 0.1},
+    required=("correctness", "tool_format"),
 )
 
 
 @dataclass(frozen=True)
 class ToolGraderConfig:
-    weights: Mapping[str, float] = field(
-        default_factory=lambda: MappingProxyType({"correctness": 0.9, "tool_format": 0.1})
-    )
-    required: tuple[str, ...] = ("correctness", "tool_format")
+    weights: Mapping[str, float] = field(default_factory=lambda: GRADER.weights)
+    required: tuple[str, ...] = GRADER.required
 
 
 DEFAULT_CONFIG = ToolGraderConfig()
@@ -77,7 +76,7 @@ DEFAULT_CONFIG = ToolGraderConfig()
 
 @dataclass(frozen=True)
 class Mismatch:
-    """Why a call (or a reply) does not match: one of ``LABELS`` and a sentence."""
+    """Why a call (or a reply) does not match: one of ``GRADER.labels`` and a sentence."""
 
     label: str
     reason: str
@@ -741,13 +740,12 @@ def grade_tool_calls(
         reason = f"the reply is over {MAX_CALL_TEXT:,} characters and was not read"
         details.update({"status": "too_long", "reason": reason, "answer_key": None})
         return Grade.weighted(
+            GRADER,
             components={"correctness": 0.0, "tool_format": 0.0, "calls_matched": 0.0},
-            weights=config.weights,
-            required=config.required,
-            grader=GRADER_NAME,
-            grader_version=GRADER_VERSION,
             label="too_long",
             details=details,
+            weights=config.weights,
+            required=config.required,
         )
     if parsed.problems:
         reasons = [p.to_dict() for p in parsed.problems]
@@ -766,20 +764,14 @@ def grade_tool_calls(
     details.update({"status": label or "match", "reason": None if result.mismatch is None else result.mismatch.reason})
     details["answer_key"] = None if parsed.problems else answer_key(parsed.calls)
     return Grade.weighted(
-        components=components,
-        weights=config.weights,
-        required=config.required,
-        grader=GRADER_NAME,
-        grader_version=GRADER_VERSION,
-        label=label,
-        details=details,
+        GRADER, components=components, label=label, details=details, weights=config.weights, required=config.required
     )
 
 
 def answer_key(calls: Sequence[ToolCall]) -> str:
     """What maj@k votes with: the calls as canonical JSON, in a fixed order (parallel calls
     match in any order, so two replies that differ only in order vote alike)."""
-    return canonical_json(sorted(canonical_json([call.name, plain(call.arguments)]) for call in calls))
+    return canonical_json(sorted(canonical_json([call.name, as_json_data(call.arguments)]) for call in calls))
 
 
 def grade_tool_reply(
@@ -792,19 +784,3 @@ def grade_tool_reply(
 ) -> Grade:
     """Parse ``reply`` with the shared tool-call parser, then ``grade_tool_calls``."""
     return grade_tool_calls(parse_reply(reply), functions, possible_answer, category, language, config)
-
-
-def plain(value: Any) -> Any:
-    """``value`` as strict JSON data: python-syntax calls can hold tuples, sets, bytes,
-    complex numbers or non-finite floats, which records must still be able to write."""
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else repr(value)
-    if isinstance(value, Mapping):
-        return {str(k): plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    if isinstance(value, (set, frozenset)):
-        return sorted((plain(v) for v in value), key=repr)
-    return repr(value)

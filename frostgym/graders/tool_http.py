@@ -27,26 +27,29 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
-from frostgym.core.grade import Grade
+from frostgym.core.grade import Grade, GraderSpec
 from frostgym.core.hashing import canonical_json, sha256_text
 from frostgym.core.tags import outside_reasoning, tagged_blocks
 from frostgym.tools.calls import MAX_CALL_TEXT
 from frostgym.tools.http.arguments import canonical_value
 
-GRADER_NAME = "tool_http"
-GRADER_VERSION = "1.2.0"  # 1.1: details.answer_key for maj@k. 1.2: too_long
-#: Every label this grader gives, in the order it picks them.
-LABELS: tuple[str, ...] = (
-    "too_long",
-    "no_answer",
-    "replay_miss",
-    "malformed_call",
-    "invalid_call",
-    "missing_calls",
-    "wrong_answer",
+GRADER = GraderSpec(
+    name="tool_http",
+    version="1.2.0",  # 1.1: details.answer_key for maj@k. 1.2: too_long
+    # in the order the grader picks them
+    labels=(
+        "too_long",
+        "no_answer",
+        "replay_miss",
+        "malformed_call",
+        "invalid_call",
+        "missing_calls",
+        "wrong_answer",
+    ),
+    weights={"correctness": 0.7, "calls": 0.2, "tool_format": 0.1},
+    required=("correctness",),
 )
 MAX_NUMBERS = 10
 MAX_ANSWER_CHARS = 20_000
@@ -55,10 +58,8 @@ _NUMBER = re.compile(r"(?<![\w.:/\-])[-+]?\d[\d,]*(?:\.\d+)?(?![\d:/\-]|[.,]\d|[
 
 @dataclass(frozen=True)
 class ToolHTTPGraderConfig:
-    weights: Mapping[str, float] = field(
-        default_factory=lambda: MappingProxyType({"correctness": 0.7, "calls": 0.2, "tool_format": 0.1})
-    )
-    required: tuple[str, ...] = ("correctness",)
+    weights: Mapping[str, float] = field(default_factory=lambda: GRADER.weights)
+    required: tuple[str, ...] = GRADER.required
 
 
 DEFAULT_CONFIG = ToolHTTPGraderConfig()
@@ -224,11 +225,5 @@ def grade_tool_http(
         "tool_format": 0.0 if trace.malformed or too_long else 1.0,
     }
     return Grade.weighted(
-        components=components,
-        weights=config.weights,
-        required=config.required,
-        grader=GRADER_NAME,
-        grader_version=GRADER_VERSION,
-        label=label,
-        details=details,
+        GRADER, components=components, label=label, details=details, weights=config.weights, required=config.required
     )

@@ -24,24 +24,24 @@ import hashlib
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from types import MappingProxyType
 from typing import Any
 
-from frostgym.core.grade import Grade
+from frostgym.core.grade import Grade, GraderSpec
 from frostgym.core.hashing import canonical_json
 from frostgym.tools.bfcl_multi_turn import state_differences
 from frostgym.tools.calls import MAX_CALL_TEXT
 
-GRADER_NAME = "tool_state"
-#: 1.1: details.answer_key for maj@k. 1.2: too_long; the answer key hashes any state,
-#: lone surrogates in it included.
-GRADER_VERSION = "1.2.0"
-#: Every label this grader gives.
-LABELS: tuple[str, ...] = ("state_mismatch", "missing_results", "malformed_call", "no_call", "turn_limit", "too_long")
-#: ``turns_passed`` is reported for analysis; it cannot move the score, which the
-#: required ``correctness`` gates (BFCL scores an entry all or nothing).
-WEIGHTS: Mapping[str, float] = MappingProxyType({"correctness": 0.9, "tool_format": 0.1})
-REQUIRED: tuple[str, ...] = ("correctness",)
+GRADER = GraderSpec(
+    name="tool_state",
+    # 1.1: details.answer_key for maj@k. 1.2: too_long; the answer key hashes any state,
+    # lone surrogates in it included.
+    version="1.2.0",
+    labels=("state_mismatch", "missing_results", "malformed_call", "no_call", "turn_limit", "too_long"),
+    # ``turns_passed`` is reported for analysis; it cannot move the score, which the
+    # required ``correctness`` gates (BFCL scores an entry all or nothing).
+    weights={"correctness": 0.9, "tool_format": 0.1},
+    required=("correctness",),
+)
 
 
 @dataclass(frozen=True)
@@ -164,12 +164,4 @@ def _grade(verdicts: Sequence[TurnVerdict], *, total_turns: int, malformed: int,
     }
     if failed is not None:
         details["first_failure"] = failed.to_dict()
-    return Grade.weighted(
-        components=components,
-        weights=WEIGHTS,
-        required=REQUIRED,
-        grader=GRADER_NAME,
-        grader_version=GRADER_VERSION,
-        label=label,
-        details=details,
-    )
+    return Grade.weighted(GRADER, components=components, label=label, details=details)

@@ -40,16 +40,18 @@ from typing import Any, SupportsFloat
 import ray
 
 from frostgym.core.env import FrozenEnv
+from frostgym.core.episode import DropClass, Stage
+from frostgym.core.errors import FrostgymError
 from frostgym.core.messages import Action, Observation
 from frostgym.core.splits import Split
 from frostgym.envs.registry import make_env
 
 
-class RemoteEnvError(RuntimeError):
+class RemoteEnvError(FrostgymError, RuntimeError):
     """An env exception that could not travel back as itself (it does not pickle). It keeps
     the original's drop class and stage, so the runner classifies it the same way."""
 
-    def __init__(self, message: str, drop_class: str | None, stage: str | None) -> None:
+    def __init__(self, message: str, drop_class: DropClass | None, stage: Stage | None) -> None:
         super().__init__(message)
         if drop_class is not None:
             self.drop_class = drop_class

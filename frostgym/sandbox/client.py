@@ -1,7 +1,7 @@
-"""The host side of a fork server: start tasks, call their functions, classify how they end.
+"""The host side of a fork server: start jobs, call their functions, classify how they end.
 
 Backends differ only in how the server process is launched (``Launcher``); everything a
-task can do to the host goes through the one protocol in ``forkserver``.
+job can do to the host goes through the one protocol in ``forkserver``.
 """
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, Protocol
 
-from frostgym.core.errors import SandboxCrashError
+from frostgym.core.errors import FrostgymError, SandboxCrashError
 from frostgym.sandbox import forkserver
 from frostgym.sandbox.forkserver import WireError, decode_value, encode_value, recv_message, send_message
 from frostgym.sandbox.limits import SandboxLimits
-from frostgym.sandbox.result import ErrorInfo, TaskResult, Termination
+from frostgym.sandbox.result import ErrorInfo, JobResult, Termination
 
 START_TIMEOUT_S = 30.0
 EXIT_SETUP_FAILED = 70  # the fork server's task setup failed before any untrusted code ran
@@ -34,13 +34,15 @@ class SandboxUnavailableError(SandboxCrashError):
 
 
 class ServerLostError(SandboxCrashError):
-    """The fork server died, broke the protocol, or could not set a task up: the task has
+    """The fork server died, broke the protocol, or could not set a job up: the job has
     no verdict. Infrastructure, never the code's doing (a runner drops the episode as
-    ``infra_error`` and retries it); the server is respawned for the next task."""
+    ``infra_error`` and retries it); the server is respawned for the next job."""
 
 
-class CallError(Exception):
-    """The untrusted function raised, returned something unencodable, or its process ended."""
+class CallError(FrostgymError):
+    """The untrusted function raised, returned something unencodable, or its process ended
+    (``ended``); ``info`` says what, as the sandbox saw it. The code's doing, not the
+    sandbox's: a sandbox that fails on its own raises ``ServerLostError`` instead."""
 
     def __init__(self, info: ErrorInfo, ended: bool = False) -> None:
         super().__init__(f"{info.type}: {info.message}")
@@ -74,11 +76,13 @@ class ServerInfo:
     cgroups: bool
 
 
-class Task:
-    """One execution of untrusted source in the sandbox.
+class SandboxJob:
+    """One execution of untrusted source in the sandbox, in a process of its own (the fork
+    server's *task process*). Made by ``Sandbox.job``.
 
     Use as a context manager; ``call`` evaluates a function the source defined and
-    returns a fresh plain value; ``finish`` ends the process and classifies the end.
+    returns a fresh plain value (``CallError`` when it cannot); ``finish`` ends the
+    process and classifies the end (``ServerLostError`` when the server was lost).
     """
 
     def __init__(self, sandbox: Sandbox, source: str, limits: SandboxLimits, mode: Literal["functions", "script"]):
@@ -87,7 +91,7 @@ class Task:
         self.deadline = time.monotonic() + limits.wall_budget
         self._host_reason: str | None = None
         self._ended = False
-        self._result: TaskResult | None = None
+        self._result: JobResult | None = None
         self._lost: ServerLostError | None = None
         self._first_message: str | None = None  # set once the task process spoke: its setup was done
         self.calls = 0
@@ -101,14 +105,14 @@ class Task:
             sandbox._send_run({"op": "run", "mode": mode, "source": source, "limits": limits.wire()}, task_end.fileno())
         finally:
             task_end.close()
-        # From the hand-over on: (re)starting a server on first use is not the task's time.
+        # From the hand-over on: (re)starting a server on first use is not the job's time.
         self.deadline = time.monotonic() + limits.wall_budget
         self._await_load()
 
     # -- the conversation with the task process --------------------------------------------
 
     def _recv(self) -> dict[str, Any] | None:
-        """The task's next message, or None when it ended or ran out of time."""
+        """The job's next message, or None when it ended or ran out of time."""
         remaining = self.deadline - time.monotonic()
         if remaining <= 0:
             self._host_reason = "timeout"
@@ -150,7 +154,7 @@ class Task:
 
     @property
     def limit_reached(self) -> bool:
-        """The task hit its memory or output limit, so its label is already decided.
+        """The job hit its memory or output limit, so its label is already decided.
 
         Callers stop calling it: each further call that grows to the limit again spends
         CPU time, and enough of them under load turn ``memory_exceeded`` into ``timeout``.
@@ -188,8 +192,8 @@ class Task:
             self._value_overflow = True
         raise CallError(info)
 
-    def finish(self) -> TaskResult:
-        """How the task ended; ``ServerLostError`` when the server was lost meanwhile."""
+    def finish(self) -> JobResult:
+        """How the job ended; ``ServerLostError`` when the server was lost meanwhile."""
         if self._result is None and self._lost is None:
             try:
                 self._result = self.sandbox._finish(self)
@@ -202,7 +206,7 @@ class Task:
         assert self._result is not None
         return self._result
 
-    def __enter__(self) -> Task:
+    def __enter__(self) -> SandboxJob:
         return self
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
@@ -210,7 +214,7 @@ class Task:
 
     # -- classification -----------------------------------------------------------------
 
-    def classify(self, report: dict[str, Any]) -> TaskResult:
+    def classify(self, report: dict[str, Any]) -> JobResult:
         status = report.get("wait_status")
         exit_code = os.waitstatus_to_exitcode(status) if isinstance(status, int) else None
         sig = -exit_code if exit_code is not None and exit_code < 0 else None
@@ -235,7 +239,7 @@ class Task:
             termination, detail = "crashed", "the code broke the task process's own runtime"
         elif sig is not None:
             termination, detail = "crashed", f"killed by signal {signal.Signals(sig).name}"
-        return TaskResult(
+        return JobResult(
             termination=termination,
             backend=self.sandbox.name,
             exit_code=exit_code if sig is None else None,
@@ -314,24 +318,27 @@ class Sandbox:
             self._server = None
             self.restarts += 1
 
-    # -- tasks --------------------------------------------------------------------------
+    # -- jobs ---------------------------------------------------------------------------
 
-    def task(
+    def job(
         self, source: str, limits: SandboxLimits | None = None, mode: Literal["functions", "script"] = "functions"
-    ) -> Task:
-        """Start ``source`` in a fresh jailed process. The caller must ``finish`` it."""
+    ) -> SandboxJob:
+        """Start ``source`` in a fresh jailed process; the caller must ``finish`` the job
+        (leaving its ``with`` block does). ``mode="script"`` runs it as a program.
+        Raises ``SandboxUnavailableError`` when no fork server can start here, and
+        ``ServerLostError`` when the server is lost while the job starts."""
         self._lock.acquire()
         try:
-            return Task(self, source, limits or self.limits, mode)
+            return SandboxJob(self, source, limits or self.limits, mode)
         except BaseException:
             self._lock.release()
             raise
 
-    def run_script(self, source: str, limits: SandboxLimits | None = None) -> TaskResult:
+    def run_script(self, source: str, limits: SandboxLimits | None = None) -> JobResult:
         """Run ``source`` as a program to its end."""
-        with self.task(source, limits, mode="script") as task:
+        with self.job(source, limits, mode="script") as job:
             pass
-        return task.finish()
+        return job.finish()
 
     def _send_run(self, request: dict[str, Any], task_fd: int) -> None:
         try:
@@ -342,26 +349,26 @@ class Sandbox:
             self._lose_server()
             raise ServerLostError(f"fork server lost while starting a task: {exc}") from None
 
-    def _finish(self, task: Task) -> TaskResult:
+    def _finish(self, job: SandboxJob) -> JobResult:
         try:
-            return self._finish_locked(task)
+            return self._finish_locked(job)
         finally:
             self._lock.release()
 
-    def _finish_locked(self, task: Task) -> TaskResult:
+    def _finish_locked(self, job: SandboxJob) -> JobResult:
         server = self._server
         if server is None:
             raise ServerLostError(f"{self.name}: fork server lost")
         try:
-            if task._host_reason == "timeout":
+            if job._host_reason == "timeout":
                 send_message(server.control, {"op": "kill", "reason": "timeout"})
             else:
                 try:
-                    task._sock.settimeout(1.0)
-                    send_message(task._sock, {"op": "exit"})
+                    job._sock.settimeout(1.0)
+                    send_message(job._sock, {"op": "exit"})
                 except OSError:
                     pass
-            server.control.settimeout(max(task.deadline - time.monotonic(), 0) + CONTROL_MARGIN_S)
+            server.control.settimeout(max(job.deadline - time.monotonic(), 0) + CONTROL_MARGIN_S)
             report = recv_message(server.control)
         except (EOFError, OSError, WireError) as exc:
             self._lose_server()
@@ -369,7 +376,7 @@ class Sandbox:
         if report.get("event") != "exit":
             self._lose_server()
             raise ServerLostError(f"{self.name}: fork server sent {report.get('event')!r} instead of an exit report")
-        return task.classify(report)
+        return job.classify(report)
 
 
 def server_argv(python: str, script: str, config: dict[str, Any]) -> list[str]:

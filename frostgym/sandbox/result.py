@@ -1,11 +1,11 @@
-"""How one sandboxed task ended, in terms a grader can map to its own statuses."""
+"""How one sandboxed job ended, in terms a grader can map to its own statuses."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
-# A lost server or a task that could not be set up has no termination: ``Task.finish``
+# A lost server or a job that could not be set up has no termination: ``SandboxJob.finish``
 # raises ``ServerLostError`` (infrastructure) instead.
 Termination = Literal["exited", "timeout", "memory_exceeded", "output_exceeded", "crashed"]
 TERMINATIONS: tuple[Termination, ...] = get_args(Termination)
@@ -26,7 +26,7 @@ class ErrorInfo:
 
 
 @dataclass(frozen=True)
-class TaskResult:
+class JobResult:
     """``termination`` says how the process ended; ``load_error`` whether the code even
     loaded. ``exit_code``/``signal`` are the raw facts behind the classification."""
 

@@ -537,7 +537,10 @@ def database_path(name: str) -> Path:
         return path
 
 
-def lock_entry(spec: DatabaseSpec, path: Path) -> dict[str, Any]:
+def database_lock_record(spec: DatabaseSpec, path: Path) -> dict[str, Any]:
+    """What ``databases.lock.json`` keeps for the database built at ``path``: its content and
+    file hashes, the SQLite that wrote it and the package its data came from (the task
+    data's lock is ``TaskSource.lock_record``)."""
     return {
         "content_sha256": content_sha256(path),
         "file_sha256": file_sha256(path),
@@ -549,7 +552,8 @@ def lock_entry(spec: DatabaseSpec, path: Path) -> dict[str, Any]:
 def write_db_lock(out_dir: Path) -> Path:
     """Build every database into ``out_dir`` and write the lock (a reviewed data change)."""
     lock = {
-        name: lock_entry(spec, build_database(spec, out_dir / f"{name}.sqlite")) for name, spec in DATABASES.items()
+        name: database_lock_record(spec, build_database(spec, out_dir / f"{name}.sqlite"))
+        for name, spec in DATABASES.items()
     }
     path = Path(str(resources.files("frostgym") / "fixtures" / "sql" / "databases.lock.json"))
     path.write_text(json.dumps(lock, indent=2, sort_keys=True) + "\n")

@@ -1,1 +1,2 @@
-"""Tool calling: the call parser, offered-tool schemas, BFCL data and executors, and the replayed HTTP tool world."""
+"""Tool calling: the call parser, offered-tool schemas, tool responses, BFCL data and
+executors, and the replayed HTTP tool world."""

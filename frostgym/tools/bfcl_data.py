@@ -4,8 +4,8 @@ Nothing of BFCL is copied into this repository: the question files and possible 
 are read from the package's ``data/`` folder (found with ``importlib.util.find_spec``,
 never by importing ``bfcl_eval``, whose modules pull API clients we do not install). The
 fixture lock pins the content hash, so a different bfcl-eval build is refused rather than
-silently scored. Every entry is in the ``test`` split (the published benchmark); the
-task index is the entry's position in ``CATEGORIES`` order, file order within each.
+silently scored. Every entry is a ``test`` task (the published benchmark), in
+``CATEGORIES`` order, file order within each; ``frostgym.envs.tools.tasks`` serves them.
 
 Also here, because the oracle, the tests and the benchmark all need them: the gold calls
 (first allowed value of every non-optional argument), the deterministic near-miss calls
@@ -26,11 +26,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
-import numpy as np
-
 from frostgym.core.errors import FrostgymError, UnknownTaskError
-from frostgym.core.splits import Split, check_split
-from frostgym.core.tasks import Draft, ProceduralSource, Task
+from frostgym.core.splits import Split
+from frostgym.core.tasks import Draft
 
 PACKAGE = "bfcl_eval"
 DISTRIBUTION = "bfcl-eval"
@@ -405,7 +403,7 @@ def perturbations(entry: BFCLEntry, rng: random.Random) -> list[Perturbation]:
     return out
 
 
-# -- the task source ------------------------------------------------------------------------------
+# -- task drafts (the source that serves them: frostgym.envs.tools.tasks) -----------------------
 
 
 def _prompt(entry: BFCLEntry) -> str:
@@ -419,71 +417,21 @@ def _difficulty(category: str) -> str:
     return _DIFFICULTY.get("simple" if kind.startswith("simple") else kind, "medium")
 
 
-class BFCLSource(ProceduralSource):
-    """BFCL's single-turn entries as one fixed task list: ``task('test', i)`` is the
-    i-th entry in ``CATEGORIES`` order. ``categories`` only narrows what ``sample``
-    draws from; the tasks, sizes and fingerprint are always the full set, so every
-    narrowed env checks against the same lock entry."""
-
-    name = "bfcl"
-    version = "1"
-    distributions = (DISTRIBUTION,)
-    difficulty = "mixed"
-    tags = ("tools", "bfcl")
-
-    def __init__(self, categories: Sequence[str] | None = None) -> None:
-        super().__init__()
-        self.entries = load_entries()
-        self._tasks = [self._task(i, e) for i, e in enumerate(self.entries)]
-        self.categories = check_categories(categories)
-        self._pool = [t.index for t in self._tasks if t.metadata["category"] in self.categories]
-        self.sizes: Mapping[Split, int | None] = MappingProxyType(
-            {"train": 0, "dev": 0, "test": len(self._tasks), "private": 0}
-        )
-
-    def _task(self, index: int, entry: BFCLEntry) -> Task:
-        gold = [{"name": n, "arguments": a} for n, a in gold_calls(entry)]
-        draft = Draft(
-            prompt=_prompt(entry),
-            answer=json.dumps(gold, sort_keys=True, ensure_ascii=False),
-            metadata={
-                "bfcl_id": entry.id,
-                "category": entry.category,
-                "language": entry.language,
-                "messages": [dict(m) for m in entry.messages],
-                "functions": [dict(f) for f in entry.functions],
-                "possible_answer": None if entry.possible_answer is None else [dict(g) for g in entry.possible_answer],
-            },
-            difficulty=_difficulty(entry.category),
-            tags=("tools", "bfcl", entry.category, entry.language),
-        )
-        return self._make(SPLIT, index, draft)
-
-    def generate(self, rng: random.Random) -> Draft:
-        raise NotImplementedError("BFCL is a fixed task list")
-
-    def _check_split(self, split: Split) -> None:
-        if check_split(split) != SPLIT:
-            raise UnknownTaskError(f"bfcl has no {split!r} split: all {len(self._tasks)} entries are in 'test'")
-
-    def task(self, split: Split, index: int) -> Task:
-        self._check_split(split)
-        if not 0 <= index < len(self._tasks):
-            raise UnknownTaskError(f"bfcl: index {index} is outside split 'test' (size {len(self._tasks)})")
-        return self._tasks[index]
-
-    def sample(self, split: Split, rng: np.random.Generator) -> Task:
-        self._check_split(split)
-        return self._tasks[self._pool[int(rng.integers(0, len(self._pool)))]]
-
-    def _finite_split(self, split: Split) -> list[Task]:
-        return list(self._tasks) if split == SPLIT else []
-
-    def fingerprint(self, splits: tuple[Split, ...] = (SPLIT,)) -> str:
-        return super().fingerprint((SPLIT,))
-
-
-@cache
-def bfcl_source(categories: tuple[str, ...] | None = None) -> BFCLSource:
-    """The shared source (per category selection); ``categories`` as ``check_categories`` orders them."""
-    return BFCLSource(categories)
+def draft_of(entry: BFCLEntry) -> Draft:
+    """One entry as a task draft: its messages as the prompt, the gold calls as the answer,
+    everything the env and grader need in the metadata."""
+    gold = [{"name": n, "arguments": a} for n, a in gold_calls(entry)]
+    return Draft(
+        prompt=_prompt(entry),
+        answer=json.dumps(gold, sort_keys=True, ensure_ascii=False),
+        metadata={
+            "bfcl_id": entry.id,
+            "category": entry.category,
+            "language": entry.language,
+            "messages": [dict(m) for m in entry.messages],
+            "functions": [dict(f) for f in entry.functions],
+            "possible_answer": None if entry.possible_answer is None else [dict(g) for g in entry.possible_answer],
+        },
+        difficulty=_difficulty(entry.category),
+        tags=("tools", "bfcl", entry.category, entry.language),
+    )

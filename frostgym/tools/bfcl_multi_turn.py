@@ -46,24 +46,25 @@ import math
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, tzinfo
 from functools import cache
 from pathlib import Path
 from types import MappingProxyType, ModuleType
 from typing import Any
 
-import numpy as np
-
 from frostgym.core.errors import UnknownTaskError
-from frostgym.core.splits import Split, check_split
-from frostgym.core.tasks import Draft, ProceduralSource, Task
-from frostgym.tools.calls import ToolCall, parse_reply
+from frostgym.core.splits import Split
+from frostgym.core.tasks import Draft, Task
+from frostgym.tools.calls import ToolCall, as_json_data, parse_reply
+from frostgym.tools.schemas import bfcl_tool
 
 PACKAGE = "bfcl_eval"
 CATEGORIES: tuple[str, ...] = ("base", "miss_func", "miss_param", "long_context")
 SPLIT: Split = "test"
 SOURCE_NAME = "bfcl_mt"
+#: Every multi-turn task's tags, before its category.
+TAGS: tuple[str, ...] = ("tools", "multi_turn", "bfcl")
 #: The class name -> (module in ``func_source_code``, function doc file), as BFCL maps them.
 CLASSES: Mapping[str, tuple[str, str]] = MappingProxyType(
     {
@@ -86,9 +87,6 @@ MAX_PRECISION = 1_000
 MAX_POWER_BITS = 1_000_000
 MAX_STATE_DEPTH = 200
 _FROZEN_NOW = (2024, 9, 1, 10, 30)  # TradingBot.CURRENT_TIME
-_JSON_TYPES: Mapping[str, str] = MappingProxyType(
-    {"dict": "object", "float": "number", "tuple": "array", "any": "string"}
-)
 
 
 # -- data -------------------------------------------------------------------------------
@@ -202,34 +200,10 @@ def entry_by_id(bfcl_id: str) -> MultiTurnEntry:
     raise UnknownTaskError(f"no BFCL multi-turn entry {bfcl_id!r}")
 
 
-def openai_tool(doc: Mapping[str, Any]) -> dict[str, Any]:
-    """A BFCL function doc in OpenAI function format (BFCL's ``dict``/``float``/``tuple``
-    types become JSON Schema's ``object``/``number``/``array``; the response spec is dropped)."""
-    return {
-        "type": "function",
-        "function": {
-            "name": doc["name"],
-            "description": doc.get("description", ""),
-            "parameters": _schema(doc["parameters"]),
-        },
-    }
-
-
-def _schema(node: Any) -> Any:
-    if isinstance(node, Mapping):
-        out = {k: _schema(v) for k, v in node.items()}
-        if isinstance(out.get("type"), str):
-            out["type"] = _JSON_TYPES.get(out["type"], out["type"])
-        return out
-    if isinstance(node, list):
-        return [_schema(v) for v in node]
-    return node
-
-
 def tools_for(names: tuple[str, ...] | list[str]) -> list[dict[str, Any]]:
-    """OpenAI-format schemas of the named functions."""
+    """OpenAI function tools (``frostgym.tools.schemas.bfcl_tool``) of the named functions."""
     index = _doc_index()
-    return [openai_tool(index[name][1]) for name in names]
+    return [bfcl_tool(index[name][1]) for name in names]
 
 
 # -- gold calls ---------------------------------------------------------------------------
@@ -350,7 +324,7 @@ class CallOutcome:
 
 
 def _error(call: ToolCall, message: str) -> CallOutcome:
-    return CallOutcome(call.name, plain(call.arguments), f"Error during execution: {message}"[:2_000], False)
+    return CallOutcome(call.name, as_json_data(call.arguments), f"Error during execution: {message}"[:2_000], False)
 
 
 def result_text(result: Any) -> str:
@@ -358,13 +332,15 @@ def result_text(result: Any) -> str:
     values as (sorted-key) JSON."""
     if isinstance(result, str):
         return result
-    return json.dumps(plain(result), ensure_ascii=False, sort_keys=True)
+    return json.dumps(public_state(result), ensure_ascii=False, sort_keys=True)
 
 
-def plain(value: Any, depth: int = 0, _stack: tuple[int, ...] = ()) -> Any:
-    """JSON-safe data for ``value``: objects become their public attributes (a reference
-    back to an enclosing object becomes ``{"__ref__": class}``), tuples and sets lists,
-    anything else its ``repr``. Nesting deeper than ``MAX_STATE_DEPTH`` is cut."""
+def public_state(value: Any, depth: int = 0, _stack: tuple[int, ...] = ()) -> Any:
+    """A tool world's value (an instance's state, a method's result) as JSON-safe data:
+    objects become their public attributes (a reference back to an enclosing object
+    becomes ``{"__ref__": class}``), tuples and sets lists, anything else its ``repr``.
+    Nesting deeper than ``MAX_STATE_DEPTH`` is cut. Call arguments, which hold no
+    objects, are made JSON data by ``frostgym.tools.calls.as_json_data`` instead."""
     if value is None or isinstance(value, (bool, int, str)):
         if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 10_000:
             return f"<int with {value.bit_length()} bits>"
@@ -374,16 +350,16 @@ def plain(value: Any, depth: int = 0, _stack: tuple[int, ...] = ()) -> Any:
     if depth > MAX_STATE_DEPTH:
         return "<too deep>"
     if isinstance(value, Mapping):
-        return {(k if isinstance(k, str) else repr(k)): plain(v, depth + 1, _stack) for k, v in value.items()}
+        return {(k if isinstance(k, str) else repr(k)): public_state(v, depth + 1, _stack) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [plain(v, depth + 1, _stack) for v in value]
+        return [public_state(v, depth + 1, _stack) for v in value]
     if isinstance(value, (set, frozenset)):
-        return sorted((plain(v, depth + 1, _stack) for v in value), key=repr)
+        return sorted((public_state(v, depth + 1, _stack) for v in value), key=repr)
     if hasattr(value, "__dict__") and not callable(value):
         if id(value) in _stack:
             return {"__ref__": type(value).__name__}
         inner = (*_stack, id(value))
-        attrs = {k: plain(v, depth + 1, inner) for k, v in vars(value).items() if not k.startswith("_")}
+        attrs = {k: public_state(v, depth + 1, inner) for k, v in vars(value).items() if not k.startswith("_")}
         return {"__class__": type(value).__name__, **attrs}
     return repr(value)
 
@@ -470,7 +446,7 @@ class ToolWorld:
             return _error(call, f"{type(error).__name__}: {error}")
         if len(text) > MAX_RESULT_CHARS:
             text = text[:MAX_RESULT_CHARS] + f"[frostgym: result cut at {MAX_RESULT_CHARS:,} characters]"
-        return CallOutcome(call.name, plain(call.arguments), text, True)
+        return CallOutcome(call.name, as_json_data(call.arguments), text, True)
 
     def snapshot(self) -> dict[str, dict[str, Any]]:
         return snapshot(self.instances)
@@ -481,7 +457,7 @@ def snapshot(instances: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     state checker compares exactly these; private ones such as the current directory,
     the RNG or file timestamps are not state)."""
     return {
-        name: {k: plain(v) for k, v in vars(instance).items() if not k.startswith("_")}
+        name: {k: public_state(v) for k, v in vars(instance).items() if not k.startswith("_")}
         for name, instance in instances.items()
     }
 
@@ -521,7 +497,7 @@ def gold_trace(bfcl_id: str) -> tuple[GoldTurn, ...]:
     return tuple(turns)
 
 
-# -- the task source -----------------------------------------------------------------------
+# -- task drafts (the source that serves them: frostgym.envs.tools.tasks) -----------------
 
 
 def task_id_of(entry: MultiTurnEntry) -> str:
@@ -530,90 +506,25 @@ def task_id_of(entry: MultiTurnEntry) -> str:
     return f"{SOURCE_NAME}/{entry.category}/{SPLIT}/{entry.number}"
 
 
-class BFCLMultiTurnSource(ProceduralSource):
-    """The 800 multi-turn entries as one fixed ``test`` split (BFCL's published benchmark;
-    no dev or train split). ``categories`` only narrows what ``sample`` draws: the
-    content (and so the lock) always covers all four categories."""
-
-    name = SOURCE_NAME
-    version = "1"
-    distributions = ("bfcl-eval",)
-    difficulty = "mixed"
-    tags = ("tools", "multi_turn", "bfcl")
-
-    def __init__(self, categories: tuple[str, ...] = CATEGORIES) -> None:
-        super().__init__()
-        unknown = [c for c in categories if c not in CATEGORIES]
-        if unknown or not categories:
-            raise ValueError(f"categories must be a non-empty subset of {CATEGORIES}, got {categories!r}")
-        self.categories = tuple(c for c in CATEGORIES if c in categories)
-        self._tasks = [self._task(i, e) for i, e in enumerate(e for c in CATEGORIES for e in load_entries(c))]
-        self._by_id = {t.task_id: t for t in self._tasks}
-        self._pool = [t for t in self._tasks if t.metadata["category"] in self.categories]
-        self.sizes: Mapping[Split, int | None] = MappingProxyType(
-            {"train": 0, "dev": 0, "test": len(self._tasks), "private": 0}
-        )
-
-    def _task(self, index: int, entry: MultiTurnEntry) -> Task:
-        first = next((content for turn in entry.turns for _, content in turn), "")
-        draft = Draft(
-            prompt=first,
-            answer=json.dumps([list(turn) for turn in entry.gold], ensure_ascii=False),
-            metadata={
-                "bfcl_id": entry.bfcl_id,
-                "category": entry.category,
-                "turns": [[{"role": r, "content": c} for r, c in turn] for turn in entry.turns],
-                "involved_classes": list(entry.involved_classes),
-                "initial_config": entry.initial_config,
-                "missed_function": {str(t): list(n) for t, n in entry.missed_functions.items()},
-                "excluded_function": list(entry.excluded_functions),
-            },
-            difficulty="hard" if entry.long_context or len(entry.turns) > 5 else "medium",
-            tags=(*self.tags, entry.category),
-        )
-        return replace(self._make(SPLIT, index, draft), task_id=task_id_of(entry))
-
-    def generate(self, rng: Any) -> Draft:
-        raise NotImplementedError("BFCL multi-turn is a fixed task list")
-
-    def task(self, split: Split, index: int) -> Task:
-        self._check_split(split)
-        if not 0 <= index < len(self._tasks):
-            raise UnknownTaskError(f"{self.name}: index {index} is outside split 'test' (size {len(self._tasks)})")
-        return self._tasks[index]
-
-    def task_by_id(self, task_id: str) -> Task:
-        """``bfcl_mt/<category>/test/<n>`` (the canonical id), or ``bfcl_mt/test/<i>`` by
-        position in the split."""
-        task = self._by_id.get(task_id) if isinstance(task_id, str) else None
-        if task is not None:
-            return task
-        if isinstance(task_id, str) and task_id.count("/") == 3:
-            source, category, rest = task_id.split("/", 2)
-            if source == self.name and category in CATEGORIES and rest.startswith(f"{SPLIT}/"):
-                raise UnknownTaskError(
-                    f"task {task_id!r}: {category} has no entry {rest.split('/')[-1]} (outside split)"
-                )
-        return super().task_by_id(task_id)
-
-    def sample(self, split: Split, rng: np.random.Generator) -> Task:
-        self._check_split(split)
-        return self._pool[int(rng.integers(0, len(self._pool)))]
-
-    def _check_split(self, split: Split) -> None:
-        if check_split(split) != SPLIT:
-            raise UnknownTaskError(f"{self.name} has no {split!r} split: all BFCL multi-turn entries are in 'test'")
-
-    def _finite_split(self, split: Split) -> list[Task]:
-        return list(self._tasks) if split == SPLIT else []
-
-    def fingerprint(self, splits: tuple[Split, ...] = (SPLIT,)) -> str:
-        return super().fingerprint((SPLIT,))
-
-
-@cache
-def bfcl_multi_turn_source(categories: tuple[str, ...] = CATEGORIES) -> BFCLMultiTurnSource:
-    return BFCLMultiTurnSource(categories)
+def draft_of(entry: MultiTurnEntry) -> Draft:
+    """One entry as a task draft: its first user message as the prompt, the gold calls of
+    every turn as the answer, what the env replays in the metadata."""
+    first = next((content for turn in entry.turns for _, content in turn), "")
+    return Draft(
+        prompt=first,
+        answer=json.dumps([list(turn) for turn in entry.gold], ensure_ascii=False),
+        metadata={
+            "bfcl_id": entry.bfcl_id,
+            "category": entry.category,
+            "turns": [[{"role": r, "content": c} for r, c in turn] for turn in entry.turns],
+            "involved_classes": list(entry.involved_classes),
+            "initial_config": entry.initial_config,
+            "missed_function": {str(t): list(n) for t, n in entry.missed_functions.items()},
+            "excluded_function": list(entry.excluded_functions),
+        },
+        difficulty="hard" if entry.long_context or len(entry.turns) > 5 else "medium",
+        tags=(*TAGS, entry.category),
+    )
 
 
 def entry_for(task: Task) -> MultiTurnEntry:
@@ -622,22 +533,20 @@ def entry_for(task: Task) -> MultiTurnEntry:
 
 __all__ = [
     "CATEGORIES",
-    "BFCLMultiTurnSource",
     "CallOutcome",
     "FrozenDatetime",
     "GoldTurn",
     "MultiTurnEntry",
     "ToolWorld",
-    "bfcl_multi_turn_source",
+    "draft_of",
     "entry_by_id",
     "entry_for",
     "function_docs",
     "gold_calls",
     "gold_trace",
     "load_entries",
-    "openai_tool",
     "package_dir",
-    "plain",
+    "public_state",
     "snapshot",
     "state_differences",
     "tools_for",

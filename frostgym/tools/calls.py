@@ -396,6 +396,23 @@ def _call_from_node(node: ast.expr, position: int) -> ToolCall | CallProblem:
 # -- structured actions and canonical text ---------------------------------------------------
 
 
+def as_json_data(value: Any) -> Any:
+    """``value`` as strict JSON data, for records: the python literals a python-syntax call
+    can hold become JSON (tuples lists, sets sorted lists, non-string keys, bytes, complex
+    numbers and non-finite floats their ``repr``); JSON data comes back equal."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else repr(value)
+    if isinstance(value, Mapping):
+        return {str(k): as_json_data(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_json_data(v) for v in value]
+    if isinstance(value, (set, frozenset)):
+        return sorted((as_json_data(v) for v in value), key=repr)
+    return repr(value)
+
+
 def render_calls(calls: tuple[ToolCall, ...] | list[ToolCall], content: str = "") -> str:
     """Canonical reply text for ``calls``: Hermes tags, one per line, after ``content``."""
     lines = [content.strip()] if content.strip() else []

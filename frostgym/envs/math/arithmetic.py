@@ -6,14 +6,21 @@ import random
 from dataclasses import dataclass
 from fractions import Fraction
 
-from frostgym.core.tasks import Draft, ProceduralSource
+from frostgym.core.tasks import Draft, ProceduralSource, require_int
 
 
 @dataclass(frozen=True)
 class ArithmeticConfig:
+    """How big an expression gets: its operand count and largest operand (operands start at 2)."""
+
     min_operands: int = 3
     max_operands: int = 5
     max_operand: int = 99
+
+    def __post_init__(self) -> None:
+        require_int("min_operands", self.min_operands, low=2, high=12)
+        require_int("max_operands", self.max_operands, low=self.min_operands, high=12)
+        require_int("max_operand", self.max_operand, low=2, high=10**6)
 
 
 @dataclass(frozen=True)
@@ -44,10 +51,8 @@ class ArithmeticSource(ProceduralSource):
     version = "1"
     difficulty = "easy"
     tags = ("arithmetic", "multi_step")
-
-    def __init__(self, config: ArithmeticConfig | None = None) -> None:
-        super().__init__()
-        self.config = config or ArithmeticConfig()
+    config_type = ArithmeticConfig
+    config: ArithmeticConfig
 
     def generate(self, rng: random.Random) -> Draft:
         c = self.config

@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import cache
-
 from frostgym.core.env import FrozenEnv, Reply
 from frostgym.core.grade import call_grader
 from frostgym.core.messages import Message, message
 from frostgym.core.splits import Split
-from frostgym.core.tasks import ProceduralSource, Task
-from frostgym.envs.math.arithmetic import ArithmeticSource
-from frostgym.envs.math.fraction_arithmetic import FractionArithmeticSource
-from frostgym.envs.math.gsm import GSMSymbolicSource
-from frostgym.envs.math.linear_equations import LinearEquationSource
+from frostgym.core.tasks import Task
+from frostgym.envs.math.tasks import math_source
 from frostgym.graders.math_answer import DEFAULT_CONFIG, MathGraderConfig, grade_math
 
 SYSTEM_PROMPT = (
@@ -22,26 +16,33 @@ SYSTEM_PROMPT = (
 )
 RETRY_PROMPT = "Your answer was not accepted ({label}). Try again, ending with <answer>...</answer>."
 
-SOURCES: dict[str, Callable[[], ProceduralSource]] = {
-    "gsm_symbolic": GSMSymbolicSource,
-    "arithmetic": ArithmeticSource,
-    "fraction_arithmetic": FractionArithmeticSource,
-    "linear_equations": LinearEquationSource,
-}
-
-
-@cache
-def math_source(name: str) -> ProceduralSource:
-    """One shared instance per process, so materialised splits are built once."""
-    if name not in SOURCES:
-        raise ValueError(f"unknown math source {name!r}; expected one of {sorted(SOURCES)}")
-    return SOURCES[name]()
-
 
 class MathEnv(FrozenEnv):
-    """A math problem per episode. With ``max_turns > 1`` a wrong answer gets feedback
-    (the failure label, never the gold) and another try; the episode's reward is the
-    grade of its final attempt."""
+    """A math problem per episode, answered inside ``<answer></answer>``. With
+    ``max_turns > 1`` a wrong answer gets feedback (the failure label, never the gold) and
+    another try; the episode's reward is the grade of its final attempt.
+
+    Arguments:
+        source: the generator (``frostgym.envs.math.tasks.SOURCES``); each id fixes one.
+        task_config: that generator's config (``ArithmeticConfig``, ``FractionConfig``,
+            ``LinearConfig``, ``GSMConfig``), as the dataclass or a JSON mapping of some of
+            its fields; None is the default. ``ValueError`` names the accepted keys for an
+            unknown one. A non-default config gives other tasks, under tagged ids
+            (``arithmetic~3f9a2c1b/dev/4``); unless a lock holds it, its content hash is
+            computed once per process (``frostgym.core.fixture_lock``).
+        split: the split ``reset`` draws from. ``train`` is unbounded; dev (200), test and
+            private (500 each) are fixed, and a task belongs to the split its prompt hashes
+            into, so no two splits share a question.
+        max_turns: attempts per episode (>= 1).
+        grader_config, system_prompt: how answers are graded and what the agent is told.
+
+    ``reset`` raises ``ValueError`` for an unknown option or split, ``UnknownTaskError``
+    for a task id this source (with this config) does not have, and
+    ``FixtureMismatchError`` when the generated data does not match its lock (another
+    reasoning-gym, say). ``step`` raises ``EpisodeNotActiveError`` outside an episode and
+    ``InvalidActionError`` for an action that is not text; a wrong or unreadable answer
+    is a graded failure, never an exception.
+    """
 
     family = "math"
     env_version = "1.0.0"
@@ -51,13 +52,14 @@ class MathEnv(FrozenEnv):
         self,
         source: str = "gsm_symbolic",
         *,
+        task_config: object = None,
         split: Split = "dev",
         max_turns: int = 1,
         render_mode: str | None = None,
         grader_config: MathGraderConfig = DEFAULT_CONFIG,
         system_prompt: str = SYSTEM_PROMPT,
     ) -> None:
-        super().__init__(math_source(source), split=split, max_turns=max_turns, render_mode=render_mode)
+        super().__init__(math_source(source, task_config), split=split, max_turns=max_turns, render_mode=render_mode)
         self.grader_config = grader_config
         self.system_prompt = system_prompt
 

@@ -6,14 +6,21 @@ import random
 from dataclasses import dataclass
 from fractions import Fraction
 
-from frostgym.core.tasks import Draft, ProceduralSource
+from frostgym.core.tasks import Draft, ProceduralSource, require_int
 
 
 @dataclass(frozen=True)
 class FractionConfig:
+    """How long a computation gets (its terms) and how large a term's denominator is."""
+
     min_terms: int = 2
     max_terms: int = 4
     max_denominator: int = 12
+
+    def __post_init__(self) -> None:
+        require_int("min_terms", self.min_terms, low=2, high=12)
+        require_int("max_terms", self.max_terms, low=self.min_terms, high=12)
+        require_int("max_denominator", self.max_denominator, low=2, high=1000)
 
 
 def format_fraction(value: Fraction) -> str:
@@ -27,10 +34,8 @@ class FractionArithmeticSource(ProceduralSource):
     version = "1"
     difficulty = "medium"
     tags = ("fractions", "multi_step")
-
-    def __init__(self, config: FractionConfig | None = None) -> None:
-        super().__init__()
-        self.config = config or FractionConfig()
+    config_type = FractionConfig
+    config: FractionConfig
 
     def _term(self, rng: random.Random) -> Fraction:
         while True:  # a bounded number of tries in practice; every draw is seeded

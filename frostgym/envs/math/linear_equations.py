@@ -6,14 +6,20 @@ import random
 from dataclasses import dataclass
 from fractions import Fraction
 
-from frostgym.core.tasks import Draft, ProceduralSource
+from frostgym.core.tasks import Draft, ProceduralSource, require_int
 from frostgym.envs.math.fraction_arithmetic import format_fraction
 
 
 @dataclass(frozen=True)
 class LinearConfig:
+    """The largest coefficient of the unknown and the largest constant, in absolute value."""
+
     max_coefficient: int = 12
     max_constant: int = 40
+
+    def __post_init__(self) -> None:
+        require_int("max_coefficient", self.max_coefficient, low=1, high=1000)
+        require_int("max_constant", self.max_constant, low=0, high=10**6)
 
 
 def _linear(a: int, b: int, var: str) -> str:
@@ -31,10 +37,8 @@ class LinearEquationSource(ProceduralSource):
     version = "1"
     difficulty = "hard"
     tags = ("algebra", "equations")
-
-    def __init__(self, config: LinearConfig | None = None) -> None:
-        super().__init__()
-        self.config = config or LinearConfig()
+    config_type = LinearConfig
+    config: LinearConfig
 
     def generate(self, rng: random.Random) -> Draft:
         c = self.config

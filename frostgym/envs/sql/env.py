@@ -46,6 +46,27 @@ _TOOL_TAG = {"run_sql": "sql", "submit_sql": "answer"}
 
 
 class SQLEnv(FrozenEnv):
+    """A question about one fixture database per episode, answered by a final query
+    (protocol above); its result set is compared with the gold query's.
+
+    Arguments:
+        split: ``dev``, ``test`` and ``private`` hold the hand-written questions (shared
+            out by a hash of the question, 30/50/20); ``train`` is unbounded, generated
+            from templates, and never repeats a hand-written question.
+        max_turns: replies per episode; all but the last may be exploratory queries.
+        grader_config: how result sets are compared (``frostgym.graders.sql_execution``).
+        max_result_rows, max_result_chars: how much of an exploratory result is shown.
+        render_mode: None or ``"ansi"``.
+
+    ``reset`` raises what every ``FrozenEnv`` does: ``ValueError`` for an unknown
+    option or split, ``UnknownTaskError`` for a task id or split this source does not have,
+    ``FixtureMismatchError`` when the task data does not match its lock. ``step`` raises
+    ``EpisodeNotActiveError`` outside an episode and ``InvalidActionError`` for an action
+    that is neither text nor a ``{"content"}`` dict, or a tool-call dict that is not one
+    ``run_sql`` or ``submit_sql`` call with a ``query``. Wrong or unreadable replies are
+    graded failures, never exceptions; a grader that crashes raises ``GraderError``.
+    """
+
     family = "sql"
     # 1.1: info records tool_calls / tool_results. 1.2: an exploratory query past the executor's
     # memory bound reads "Error (error): query needed more than 64 MiB of memory" (was a timeout).

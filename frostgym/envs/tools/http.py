@@ -19,13 +19,13 @@ import json
 from typing import Any
 
 from frostgym.core.env import Reply
-from frostgym.core.episode import DropClass
+from frostgym.core.episode import Drop
 from frostgym.core.grade import call_grader
 from frostgym.core.messages import Message, message
 from frostgym.core.splits import Split
 from frostgym.core.tasks import Task
 from frostgym.envs.tools.base import ToolCallingEnv
-from frostgym.graders.tool_ast import plain
+from frostgym.envs.tools.tasks import HTTPToolsSource, http_tools_source
 from frostgym.graders.tool_http import (
     DEFAULT_CONFIG,
     CallTrace,
@@ -33,11 +33,11 @@ from frostgym.graders.tool_http import (
     gold_calls_made,
     grade_tool_http,
 )
-from frostgym.tools.calls import ToolCall, parse_reply, render_calls
+from frostgym.tools.calls import ToolCall, as_json_data, parse_reply, render_calls
 from frostgym.tools.http.arguments import check_arguments
 from frostgym.tools.http.clients import TOOL_BY_NAME, tool_schemas
 from frostgym.tools.http.replay import CallResult, run_call
-from frostgym.tools.http.tasks import HTTPToolsSource, http_tools_source
+from frostgym.tools.responses import ToolResponse, tool_responses
 
 #: Calls past this many in one reply are answered with an error, not run (and not dropped).
 MAX_CALLS_PER_TURN = 32
@@ -56,6 +56,28 @@ Available tools (OpenAI function schemas):
 
 
 class HTTPToolsEnv(ToolCallingEnv):
+    """A request per episode, answered by calling replayed REST tools, then a final
+    answer that is checked (protocol above). No call reaches a network.
+
+    Arguments:
+        split: ``dev``, ``test`` and ``private`` hold the fixed tasks (shared out by a hash
+            of the prompt, 30/50/20); there is no ``train``, so asking for it raises.
+        max_turns: replies per episode, calls and final answer included.
+        grader_config: the answer and call checks (``frostgym.graders.tool_http``).
+        render_mode: None or ``"ansi"``.
+
+    A request the cassettes do not hold is answered with an error result and marks the
+    episode a ``replay_miss`` drop (``info["drop"]``).
+
+    ``reset`` raises what every ``FrozenEnv`` does: ``ValueError`` for an unknown
+    option or split, ``UnknownTaskError`` for a task id or split this source does not have,
+    ``FixtureMismatchError`` when the task data does not match its lock. ``step`` raises
+    ``EpisodeNotActiveError`` outside an episode and ``InvalidActionError`` for an action
+    that is neither text nor a ``{"content"}`` dict, or a structured tool call that is not
+    JSON data. Wrong or unreadable replies are graded failures, never exceptions; a grader
+    that crashes raises ``GraderError``.
+    """
+
     family = "tools"
     env_version = "1.1.0"  # 1.1: replies and call arguments bounded (frostgym.tools.calls), too_long
     source: HTTPToolsSource
@@ -96,21 +118,18 @@ class HTTPToolsEnv(ToolCallingEnv):
         if last_turn:
             return self._final(task, None)  # out of turns while still calling tools: no answer
         results = [self._run(call, i) for i, call in enumerate(parsed.calls)]
-        blocks = [_response_block(r.to_dict()) for r in results]
-        blocks += [
-            _response_block({"error": "malformed_call", "position": p.position, "message": p.message})
-            for p in parsed.problems
-        ]
+        contents: list[ToolResponse] = [r.to_dict() for r in results]
+        contents += [{"error": "malformed_call", "position": p.position, "message": p.message} for p in parsed.problems]
         left = self.max_turns - turn - 1
-        feedback = message("user", "\n".join(blocks) + f"\n({left} turn(s) left)")
+        feedback = message("user", tool_responses(contents, f"{left} turn(s) left"))
         misses = [r for r in results if r.error == "replay_miss"]
         return Reply(
             grade=None,
             done=False,
             feedback=feedback,
-            tool_calls=tuple(plain(c.to_dict()) for c in parsed.calls),  # python literals as JSON data
+            tool_calls=tuple(as_json_data(c.to_dict()) for c in parsed.calls),  # python literals as JSON data
             tool_results=tuple(r.to_dict() for r in results),
-            drop=("replay_miss", str(misses[0].content)) if misses else None,
+            drop=Drop("replay_miss", "step", str(misses[0].content)) if misses else None,
         )
 
     def oracle_action(self) -> str:
@@ -142,11 +161,7 @@ class HTTPToolsEnv(ToolCallingEnv):
         trace = CallTrace(made=tuple(self._made), malformed=self._malformed, failed=tuple(self._failed))
         grade = call_grader(grade_tool_http, text, task.metadata, trace, self.grader_config)
         misses = trace.replay_misses
-        drop: tuple[DropClass, str] | None = None
+        drop = None
         if misses:
-            drop = ("replay_miss", f"{len(misses)} tool request(s) had no recorded response")
+            drop = Drop("replay_miss", "step", f"{len(misses)} tool request(s) had no recorded response")
         return Reply(grade=grade, done=True, drop=drop)
-
-
-def _response_block(data: dict[str, Any]) -> str:
-    return f"<tool_response>\n{json.dumps(data, ensure_ascii=False)}\n</tool_response>"

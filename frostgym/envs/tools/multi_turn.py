@@ -34,7 +34,7 @@ from frostgym.core.messages import Message, message
 from frostgym.core.splits import Split
 from frostgym.core.tasks import Task
 from frostgym.envs.tools.base import ToolCallingEnv
-from frostgym.graders.tool_ast import plain
+from frostgym.envs.tools.tasks import bfcl_multi_turn_source
 from frostgym.graders.tool_state import TurnEvidence, TurnVerdict, check_turn, grade_episode, grade_turn
 from frostgym.tools.bfcl_multi_turn import (
     ADDED_FUNCTIONS_PROMPT,
@@ -42,14 +42,14 @@ from frostgym.tools.bfcl_multi_turn import (
     CallOutcome,
     MultiTurnEntry,
     ToolWorld,
-    bfcl_multi_turn_source,
     entry_for,
     gold_trace,
     load_entries,
     tools_for,
 )
 from frostgym.tools.calls import MAX_CALLS_PER_REPLY as MAX_CALLS_PER_REPLY  # re-exported
-from frostgym.tools.calls import ParsedReply, parse_reply, render_calls
+from frostgym.tools.calls import ParsedReply, as_json_data, parse_reply, render_calls
+from frostgym.tools.responses import ToolResponse, tool_responses
 
 SYSTEM_PROMPT = """You are an assistant that carries out the user's requests by calling functions.
 
@@ -79,6 +79,29 @@ def _max_user_turns() -> int:
 
 
 class MultiTurnToolsEnv(ToolCallingEnv):
+    """A BFCL multi-turn entry per episode, run on BFCL's tool classes (protocol above).
+
+    Arguments:
+        split: only ``test`` has tasks (all 800 entries, ``bfcl_mt/<category>/test/<n>``);
+            another split makes ``reset`` raise.
+        categories: a non-empty subset of ``CATEGORIES`` (``ValueError`` otherwise):
+            ``reset`` draws only from those, while a ``task_id`` may name any entry.
+        max_steps_per_turn: replies per user turn, in [2, 100] (``ValueError`` otherwise).
+        max_turns: replies per episode; by default never binding before the per-turn limit.
+        stop_on_failure: end the episode at the first failed turn (BFCL scores all or nothing).
+        render_mode: None or ``"ansi"``.
+
+    Constructing it needs the pinned ``bfcl-eval``.
+
+    ``reset`` raises what every ``FrozenEnv`` does: ``ValueError`` for an unknown
+    option or split, ``UnknownTaskError`` for a task id or split this source does not have,
+    ``FixtureMismatchError`` when the task data does not match its lock. ``step`` raises
+    ``EpisodeNotActiveError`` outside an episode and ``InvalidActionError`` for an action
+    that is neither text nor a ``{"content"}`` dict, or a structured tool call that is not
+    JSON data. Wrong or unreadable replies are graded failures, never exceptions; a grader
+    that crashes raises ``GraderError``.
+    """
+
     family = "tools"
     env_version = "1.1.0"  # 1.1: replies and call arguments bounded (frostgym.tools.calls), too_long
 
@@ -146,7 +169,7 @@ class MultiTurnToolsEnv(ToolCallingEnv):
         if parsed.attempted == 0:
             return self._close_turn(hit_limit=False, last_turn=last_turn)
         outcomes, problems = self._run(parsed)
-        calls = tuple({"name": o.name, "arguments": plain(o.arguments)} for o in outcomes)  # python literals as JSON
+        calls = tuple({"name": o.name, "arguments": as_json_data(o.arguments)} for o in outcomes)
         results = tuple({"name": o.name, "content": o.shown(MAX_SHOWN_RESULT_CHARS), "ok": o.ok} for o in outcomes)
         if self._steps_in_turn >= self.max_steps_per_turn or last_turn:
             closed = self._close_turn(hit_limit=True, last_turn=last_turn)
@@ -246,14 +269,13 @@ def _checked(evidence: TurnEvidence) -> TurnVerdict:
 
 def _responses(outcomes: list[CallOutcome], problems: list[str], left: int) -> str:
     """One ``<tool_response>`` block per call, in call order, then unreadable calls."""
-    blocks = []
+    contents: list[ToolResponse] = []
     for outcome in outcomes:
         shown = outcome.shown(MAX_SHOWN_RESULT_CHARS)
         try:
             content: Any = json.loads(shown) if shown[:1] in "{[" else shown
         except ValueError:
             content = shown
-        body = json.dumps({"name": outcome.name, "content": content}, ensure_ascii=False)
-        blocks.append(f"<tool_response>\n{body}\n</tool_response>")
-    blocks.extend(f"<tool_response>\nError: {problem}\n</tool_response>" for problem in problems)
-    return "\n".join(blocks) + f"\n({left} repl{'y' if left == 1 else 'ies'} left for this request)"
+        contents.append({"name": outcome.name, "content": content})
+    contents.extend(f"Error: {problem}" for problem in problems)
+    return tool_responses(contents, f"{left} repl{'y' if left == 1 else 'ies'} left for this request")

@@ -14,9 +14,8 @@ function schemas; the same schemas are on ``env.tools`` for chat templates that 
 
 from __future__ import annotations
 
-import copy
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from frostgym.core.env import Reply
@@ -25,9 +24,11 @@ from frostgym.core.messages import Message, message
 from frostgym.core.splits import Split
 from frostgym.core.tasks import Task
 from frostgym.envs.tools.base import ToolCallingEnv
-from frostgym.graders.tool_ast import DEFAULT_CONFIG, ToolGraderConfig, grade_tool_calls, plain
-from frostgym.tools.bfcl_data import CATEGORIES, bfcl_source, check_categories
-from frostgym.tools.calls import ToolCall, parse_reply, render_calls
+from frostgym.envs.tools.tasks import bfcl_source
+from frostgym.graders.tool_ast import DEFAULT_CONFIG, ToolGraderConfig, grade_tool_calls
+from frostgym.tools.bfcl_data import CATEGORIES, check_categories
+from frostgym.tools.calls import ToolCall, as_json_data, parse_reply, render_calls
+from frostgym.tools.schemas import LANGUAGE_NAMES, bfcl_tool
 
 SYSTEM_PROMPT = (
     "You are an expert in composing function calls. You are given a question and a set of functions. "
@@ -40,86 +41,31 @@ SYSTEM_PROMPT = (
     "The functions ({language} syntax):\n<tools>\n{tools}\n</tools>"
 )
 IRRELEVANT_REPLY = "None of the available functions fits this request, so I will not call any of them."
-_LANGUAGE_NAME = {"python": "Python 3", "java": "Java 8 SDK", "javascript": "JavaScript"}
-#: BFCL's type names as JSON Schema types (after bfcl_eval's GORILLA_TO_OPENAPI table).
-_OPENAI_TYPES = {
-    "dict": "object",
-    "object": "object",
-    "HashMap": "object",
-    "Hashtable": "object",
-    "float": "number",
-    "double": "number",
-    "number": "number",
-    "integer": "integer",
-    "byte": "integer",
-    "short": "integer",
-    "long": "integer",
-    "Bigint": "integer",
-    "string": "string",
-    "String": "string",
-    "char": "string",
-    "any": "string",
-    "Any": "string",
-    "boolean": "boolean",
-    "Boolean": "boolean",
-    "bool": "boolean",
-    "array": "array",
-    "Array": "array",
-    "ArrayList": "array",
-    "tuple": "array",
-    "list": "array",
-    "Queue": "array",
-    "Stack": "array",
-}
-
-
-def _schema(node: Any) -> Any:
-    """A BFCL parameter schema as JSON Schema: types renamed, nested schemas too."""
-    if isinstance(node, list):
-        return [_schema(item) for item in node]
-    if not isinstance(node, Mapping):
-        return node
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key == "type" and isinstance(value, str):
-            out[key] = _OPENAI_TYPES.get(value, "string")
-        elif key == "properties" and isinstance(value, Mapping):
-            out[key] = {name: _schema(prop) for name, prop in value.items()}
-        elif key in ("items", "additionalProperties"):
-            out[key] = _schema(value)
-        else:
-            out[key] = copy.deepcopy(value)
-    return out
-
-
-def openai_tools(functions: Sequence[Mapping[str, Any]], language: str = "python") -> list[dict[str, Any]]:
-    """OpenAI ``{"type": "function", "function": {...}}`` tools for BFCL function docs.
-    Names keep their dots (the grader also takes dots written as underscores); Java and
-    JavaScript docs say their declared type in each description, as BFCL's prompts do."""
-    tools = []
-    for function in functions:
-        parameters = _schema(function.get("parameters", {}))
-        parameters["type"] = "object"
-        if language != "python":
-            for name, prop in parameters.get("properties", {}).items():
-                declared = function["parameters"]["properties"][name].get("type", "any")
-                prop["description"] = (
-                    f"{prop.get('description', '')} ({_LANGUAGE_NAME[language]} type {declared})".strip()
-                )
-        tools.append(
-            {
-                "type": "function",
-                "function": {
-                    "name": function["name"],
-                    "description": function.get("description", ""),
-                    "parameters": parameters,
-                },
-            }
-        )
-    return tools
 
 
 class ToolsEnv(ToolCallingEnv):
+    """A BFCL single-turn entry per episode: one reply, graded on its calls (protocol above).
+
+    Arguments:
+        split: only ``test`` has tasks (BFCL's published set; ``bfcl/test/i`` is the i-th
+            entry in ``CATEGORIES`` order); another split makes ``reset`` raise.
+        categories: a category name or several (``frostgym.tools.bfcl_data.CATEGORIES``),
+            or None for all: ``reset`` draws only from those, while a ``task_id`` may name
+            any entry. ``UnknownTaskError`` for an unknown category.
+        grader_config: the AST grader's options (``frostgym.graders.tool_ast``).
+        render_mode: None or ``"ansi"``.
+
+    Constructing it needs the pinned ``bfcl-eval`` (``BFCLNotInstalledError`` without it).
+
+    ``reset`` raises what every ``FrozenEnv`` does: ``ValueError`` for an unknown
+    option or split, ``UnknownTaskError`` for a task id or split this source does not have,
+    ``FixtureMismatchError`` when the task data does not match its lock. ``step`` raises
+    ``EpisodeNotActiveError`` outside an episode and ``InvalidActionError`` for an action
+    that is neither text nor a ``{"content"}`` dict, or a structured tool call that is not
+    JSON data. Wrong or unreadable replies are graded failures, never exceptions; a grader
+    that crashes raises ``GraderError``.
+    """
+
     family = "tools"
     env_version = "1.1.0"  # 1.1: replies and call arguments bounded (frostgym.tools.calls), too_long
 
@@ -141,9 +87,9 @@ class ToolsEnv(ToolCallingEnv):
 
     def first_messages(self, task: Task) -> list[Message]:
         meta = task.metadata
-        self.tools = openai_tools(meta["functions"], meta["language"])
+        self.tools = [bfcl_tool(function, meta["language"]) for function in meta["functions"]]
         listing = "\n".join(json.dumps(tool, ensure_ascii=False) for tool in self.tools)
-        system = SYSTEM_PROMPT.format(language=_LANGUAGE_NAME[meta["language"]], tools=listing)
+        system = SYSTEM_PROMPT.format(language=LANGUAGE_NAMES[meta["language"]], tools=listing)
         # A BFCL system message joins ours: chat templates want one system message, first.
         extra = [str(m["content"]) for m in meta["messages"] if m["role"] == "system"]
         messages = [message("system", "\n\n".join([system, *extra]))]
@@ -162,7 +108,7 @@ class ToolsEnv(ToolCallingEnv):
             meta["language"],
             self.grader_config,
         )
-        calls = tuple(plain(call.to_dict()) for call in parsed.calls)
+        calls = tuple(as_json_data(call.to_dict()) for call in parsed.calls)
         return Reply(grade=grade, done=True, tool_calls=calls)
 
     def oracle_action(self) -> str:

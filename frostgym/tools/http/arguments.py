@@ -12,10 +12,12 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from frostgym.core.errors import FrostgymError
+
 _TYPES = {"string": (str,), "integer": (int,), "number": (int, float)}
 
 
-class ArgumentError(ValueError):
+class ArgumentError(FrostgymError, ValueError):
     """The arguments do not fit the schema; the message is shown to the agent."""
 
 

@@ -18,6 +18,7 @@ import httpx
 
 from frostgym.tools.http.apis import API_BY_NAME, FAKE_API_KEY, Api
 from frostgym.tools.http.arguments import check_arguments
+from frostgym.tools.schemas import function_tool
 
 TIMEOUT_S = 5.0
 
@@ -186,13 +187,6 @@ class HttpTool:
             "properties": {k: dict(v) for k, v in self.properties.items()},
             "required": list(self.required),
             "additionalProperties": False,
-        }
-
-    def schema(self) -> dict[str, Any]:
-        """The OpenAI function-tool schema."""
-        return {
-            "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": self.parameters},
         }
 
     def call(self, client: httpx.Client, arguments: Mapping[str, Any]) -> httpx.Response:
@@ -394,6 +388,7 @@ TOOL_BY_NAME: dict[str, HttpTool] = {t.name: t for t in TOOLS}
 
 
 def tool_schemas(names: tuple[str, ...] | list[str] | None = None) -> list[dict[str, Any]]:
-    """OpenAI schemas of the named tools (all when ``None``), in the order given."""
+    """OpenAI function tools (``frostgym.tools.schemas.function_tool``) of the named tools
+    (all when ``None``), in the order given. Raises ``KeyError`` for a name not in ``TOOL_BY_NAME``."""
     chosen = [TOOL_BY_NAME[n] for n in names] if names is not None else list(TOOLS)
-    return [t.schema() for t in chosen]
+    return [function_tool(t.name, t.description, t.parameters) for t in chosen]

@@ -18,9 +18,13 @@ from typing import Any
 import httpcore
 import httpx
 
+from frostgym.core.errors import FrostgymError
 
-class NetworkBlockedError(httpx.TransportError):
-    """A tool request got past replay: the frozen world never opens a connection."""
+
+class NetworkBlockedError(FrostgymError, httpx.TransportError):
+    """A tool request got past replay: the frozen world never opens a connection. Raised
+    out of an ``offline_client`` request (``frostgym.tools.http.replay.run_call`` turns it
+    into a ``network_blocked`` result); still an ``httpx.TransportError`` for httpx callers."""
 
 
 class _RefusingPool:

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from frostgym.core.errors import FrostgymError
+
 #: The one fake credential of the world. Clients send it; cassettes must never hold it.
 FAKE_API_KEY = "fgk_live_5c1e9a7d3b2f4e60a8d1"
 #: "Today" in the frozen world.
@@ -32,8 +34,9 @@ class ApiResponse:
         return json.dumps(self.payload, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
 
 
-class ApiError(Exception):
-    """A 4xx answer: raised deep inside a handler, turned into an error JSON by the router."""
+class ApiError(FrostgymError):
+    """A 4xx answer: raised deep inside a handler, turned into an error JSON by the router
+    (``frostgym.tools.http.apis.dispatch``), so only a caller of a handler itself sees it."""
 
     def __init__(self, status: int, code: str, message: str) -> None:
         super().__init__(message)
