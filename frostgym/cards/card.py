@@ -7,24 +7,26 @@
 ``card.json`` is written before the first episode (status ``running``) and rewritten at
 the end. Accounting, checksums and views are always recomputed from the two JSON Lines
 files as they are on disk, never carried in memory, so the card cannot claim what its
-episodes do not show.
+episodes do not show. For a large plan a second process reads the files back while the run
+writes them (``frostgym.cards.readback``), so close has only the last lines left to read.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import fcntl
 import os
 import shutil
 import tempfile
 import time
-from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
 import orjson
 
+from frostgym.cards.readback import READBACK_MIN_EPISODES, ReadBack
 from frostgym.cards.store import (
     CardCorruptError,
     DiskThread,
@@ -41,10 +43,9 @@ from frostgym.cards.store import (
     read_jsonl,
     write_json_atomic,
 )
-from frostgym.cards.views import compute_views
+from frostgym.cards.tally import Tally, check_ids
 from frostgym.core.episode import Drop, DropRecord, EpisodeRecord, Record, RecordHead, drop_record, head_from_line
 from frostgym.core.errors import FrostgymError
-from frostgym.core.grade import passes
 from frostgym.plan import SEEDING, PlannedEpisode, plan_sha256
 from frostgym.version import __version__
 
@@ -65,6 +66,12 @@ SUMMARY_KEYS: tuple[str, ...] = ("updated_at", "files", "graders", "accounting",
 #: While a session runs, ``card.json`` holds instead the checksums of what the two files
 #: held when it began: a resume after a crash verifies the files still begin with that.
 CHECKPOINT_KEY = "checkpoint"
+#: Lines go to the disk thread in hand-overs of at least this many bytes, or this often:
+#: each hand-over costs the run a few GIL hand-offs to that thread, and at one a batch the
+#: thread, short of the GIL, fell behind the fastest runs (a kill -9 loses what was not
+#: handed over: at most ``FLUSH_SECONDS`` of episodes, which a resume runs again).
+FLUSH_BYTES = 1 << 20
+FLUSH_SECONDS = 0.1
 #: A card is built under this prefix beside its directory and renamed into place.
 _STAGING = ".creating-"
 
@@ -98,8 +105,10 @@ class CardWriter:
         fsync_seconds: float,
         lock: int | None = None,
         verified: Mapping[str, JsonlContents[Any]] | None = None,
+        read_back: bool | None = None,
     ) -> None:
-        """``verified``: the two files as a resume read and checked them (new card: none)."""
+        """``verified``: the two files as a resume read and checked them (new card: none);
+        ``read_back``: as ``create`` takes it."""
         self.directory = directory
         self.card = card
         self.done = done  # plan ids already recorded (non-empty on resume)
@@ -110,8 +119,18 @@ class CardWriter:
         self._drops = JsonlAppender(directory / DROPS_FILE, verified.get(DROPS_FILE), self._disk)
         self._journal = JsonlAppender(directory / JOURNAL_FILE)  # written by jobs on the disk thread
         self._fsync_seconds = fsync_seconds
-        self._last_sync = time.monotonic()
+        self._last_sync = self._last_flush = time.monotonic()
         self._closed = False
+        self._read_back: ReadBack | None = None
+        #: Whether close took its summary from the read-back process (it read exactly what
+        #: was written); if not, why not (None: there was none).
+        self.read_back_used = False
+        self.read_back_refused: str | None = None
+        if len(card["plan"]["episodes"]) >= READBACK_MIN_EPISODES if read_back is None else read_back:
+            with contextlib.suppress(OSError):  # then close reads the files here, as for a small card
+                self._read_back = ReadBack.start(
+                    directory / CARD_FILE, directory / EPISODES_FILE, directory / DROPS_FILE
+                )
 
     # -- opening --------------------------------------------------------------------------
     @classmethod
@@ -123,12 +142,16 @@ class CardWriter:
         plan: Sequence[PlannedEpisode],
         provenance: dict[str, Any],
         fsync_seconds: float = 1.0,
+        read_back: bool | None = None,
     ) -> CardWriter:
         """A new card at ``directory`` for ``plan``, with ``config`` (``card_config``: its
         ``identity`` is what a resume must match) and ``provenance`` (agent, envs, packages,
         git, host) in ``card.json``. The directory is built beside ``directory`` and renamed
         into place, so a crash while creating leaves either no card or a whole one (with its
-        plan), never a directory nothing can use. Raises ``FileExistsError`` when
+        plan), never a directory nothing can use. ``read_back``:
+        whether a process of its own reads the files back while the run writes them, so
+        close has little left to read (``frostgym.cards.readback``; None: when the plan has
+        at least ``READBACK_MIN_EPISODES`` episodes). Raises ``FileExistsError`` when
         ``directory`` is not empty, and ``RuntimeError`` when another process holds it."""
         if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
             raise FileExistsError(f"{directory} is not empty: pass --resume to finish the card there, or a new --out")
@@ -162,7 +185,7 @@ class CardWriter:
             os.close(lock)
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        return cls(directory, card, set(), fsync_seconds, lock)
+        return cls(directory, card, set(), fsync_seconds, lock, read_back=read_back)
 
     @classmethod
     def resume(
@@ -172,6 +195,7 @@ class CardWriter:
         config: dict[str, Any],
         plan: Sequence[PlannedEpisode],
         fsync_seconds: float = 1.0,
+        read_back: bool | None = None,
     ) -> CardWriter:
         """Reopen the card at ``directory`` to finish its plan. ``config``'s identity and
         ``plan`` must be the card's (``CardMismatchError`` naming what differs); its
@@ -180,7 +204,8 @@ class CardWriter:
         session began, up to its last checkpoint): an edited, shortened or deleted file is
         refused with ``CardCorruptError`` naming the file and line, as is a directory with
         no card. The only damage mended is a partial last line left by a crash, which is
-        cut off (that episode runs again). ``RuntimeError`` when another process holds it."""
+        cut off (that episode runs again). ``RuntimeError`` when another process holds it.
+        ``read_back`` as for ``create``."""
         if not (directory / CARD_FILE).exists():
             raise CardCorruptError(f"{directory} holds no card ({CARD_FILE} is missing): start it without --resume")
         card = read_card_json(directory)
@@ -194,7 +219,7 @@ class CardWriter:
         lock = _lock(directory)  # before repairing: another runner may still be writing
         try:
             contents = _verified_files(directory, card)
-            _check_ids([r.plan_id for c in contents.values() for r in c.records], {p.plan_id for p in plan})
+            check_ids([r.plan_id for c in contents.values() for r in c.records], {p.plan_id for p in plan})
         except BaseException:
             os.close(lock)
             raise
@@ -209,7 +234,7 @@ class CardWriter:
         card["sessions"].append({"started_at": _now(), "ended_at": None, "resumed": True, "written": 0})
         write_json_atomic(directory / CARD_FILE, card)  # the new checkpoint first, then the old journal goes
         (directory / JOURNAL_FILE).unlink(missing_ok=True)
-        return cls(directory, card, done, fsync_seconds, lock, contents)
+        return cls(directory, card, done, fsync_seconds, lock, contents, read_back)
 
     # -- the EpisodeSink interface ---------------------------------------------------------
     def add(self, outcome: Record) -> None:
@@ -227,14 +252,22 @@ class CardWriter:
         self.card["sessions"][-1]["written"] += 1
 
     def commit(self) -> None:
-        """A batch boundary: hand the lines added since the last one to the disk thread,
-        and every ``fsync_seconds`` a checkpoint. Raises the error of a write that failed
-        since the last commit (a full disk); the run stops there, and ``close`` can still
-        close the card as ``interrupted``."""
-        self._episodes.flush()
-        self._drops.flush()
+        """A batch boundary: hand the lines added since the last hand-over to the disk
+        thread once they are ``FLUSH_BYTES`` or ``FLUSH_SECONDS`` old, and every
+        ``fsync_seconds`` a checkpoint. Raises the error of a write that failed since the
+        last commit (a full disk); the run stops there, and ``close`` can still close the
+        card as ``interrupted``."""
         now = time.monotonic()
-        if now - self._last_sync >= self._fsync_seconds:
+        due = now - self._last_sync >= self._fsync_seconds
+        if due or now - self._last_flush >= FLUSH_SECONDS:
+            self._last_flush = now
+            self._episodes.flush()
+            self._drops.flush()
+        elif self._episodes.pending_bytes >= FLUSH_BYTES:
+            self._episodes.flush()
+        if self._read_back is not None:
+            self._read_back.drain()
+        if due:
             self._last_sync = now
             self._disk.submit(self._checkpoint)
         self._disk.check()
@@ -263,21 +296,31 @@ class CardWriter:
             return self.card
         self._closed = True
         try:
-            self._episodes.flush()
-            self._drops.flush()
-            self._disk.submit(self._sync)
-            self._disk.wait()
+            try:
+                self._episodes.flush()
+                self._drops.flush()
+                self._disk.wait()
+                if self._read_back is not None:  # it reads the last lines while they are synced
+                    wrote = {"episode": self._episodes.wrote(), "drop": self._drops.wrote()}
+                    self._read_back.ask(wrote, complete=status == "complete")
+                self._disk.submit(self._sync)
+                self._disk.wait()
+            finally:
+                self._disk.close()
+            self._episodes.close()
+            self._drops.close()
+            if agent is not None:
+                self.card["agent"] = dict(agent)
+            self.card["sessions"][-1]["ended_at"] = _now()
+            summary = self._read_back_summary(status)
         finally:
-            self._disk.close()
-        self._episodes.close()
-        self._drops.close()
-        if agent is not None:
-            self.card["agent"] = dict(agent)
-        self.card["sessions"][-1]["ended_at"] = _now()
+            if self._read_back is not None:
+                self._read_back.stop()
         # An interrupted run may have been cut mid-write (a full disk): that partial line is
         # an episode the resume runs again, not damage.
         self.card.update(
-            summarize_card(self.directory, self.card, status, torn="repair" if status != "complete" else "error")
+            summary
+            or summarize_card(self.directory, self.card, status, torn="repair" if status != "complete" else "error")
         )
         self.card.pop(CHECKPOINT_KEY, None)
         write_json_atomic(self.directory / CARD_FILE, self.card)
@@ -285,6 +328,24 @@ class CardWriter:
         (self.directory / JOURNAL_FILE).unlink(missing_ok=True)  # the checksums in card.json supersede it
         os.close(self._lock)
         return self.card
+
+    def _read_back_summary(self, status: CardStatus) -> dict[str, Any] | None:
+        """``summarize_card``'s result as the read-back process computed it from the files
+        on disk, when there is one and it read exactly what was written; else None."""
+        if self._read_back is None:
+            return None
+        reply = self._read_back.summary()
+        if reply is None:
+            self.read_back_refused = self._read_back.refused
+            return None
+        self.read_back_used = True
+        files = reply["files"]
+        return {
+            "status": status,
+            "updated_at": _now(),
+            "files": {EPISODES_FILE: files["episode"], DROPS_FILE: files["drop"]},
+            **{key: reply[key] for key in ("graders", "accounting", "views")},
+        }
 
 
 def _lock(directory: Path) -> int:
@@ -360,47 +421,6 @@ def _remove_abandoned_builds(directory: Path) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def _check_ids(ids: Iterable[str], plan_ids: set[str]) -> None:
-    counts = Counter(ids)
-    repeated = sorted(i for i, n in counts.items() if n > 1)
-    unknown = sorted(set(counts) - plan_ids)
-    if repeated or unknown:
-        raise CardCorruptError(
-            f"the card's files hold plan ids recorded twice ({repeated[:5]}) or not in its plan ({unknown[:5]}): "
-            "edited after the run?"
-        )
-
-
-def accounting(plan_ids: set[str], episodes: Sequence[RecordHead], drops: Sequence[RecordHead]) -> dict[str, Any]:
-    """The counts that must balance: every planned episode is completed, dropped or
-    (in an interrupted card) still pending, exactly once. Raises ``CardCorruptError`` for
-    a plan id recorded twice or not in ``plan_ids``."""
-    _check_ids([r.plan_id for r in [*episodes, *drops]], plan_ids)
-    succeeded = sum(1 for e in episodes if e.grade is not None and passes(e.grade))
-    dropped = [d.drop for d in drops if d.drop is not None]
-    by_class = Counter(d.drop_class for d in dropped)
-    not_run = by_class["skipped"] + by_class["cancelled"]
-    pending = len(plan_ids) - len(episodes) - len(drops)
-    return {
-        "planned": len(plan_ids),
-        "completed": len(episodes),
-        "dropped": len(drops),
-        "pending": pending,
-        "succeeded": succeeded,
-        "failed": len(episodes) - succeeded,
-        "errored": len(drops) - not_run,
-        "skipped": not_run,
-        "dropped_by_class": dict(sorted(by_class.items())),
-        "dropped_counted_as_failure": sum(1 for d in dropped if d.counted_as == "failure"),
-        "invariants": [
-            "planned == completed + dropped + pending",
-            "planned == succeeded + failed + errored + skipped + pending",
-            "pending == 0 when status is complete",
-        ],
-        "balanced": pending == 0,
-    }
-
-
 def summarize_card(
     directory: Path, card: Mapping[str, Any], status: CardStatus, *, torn: TornLine = "error"
 ) -> dict[str, Any]:
@@ -419,21 +439,14 @@ def summarize_card(
 def _summarize(directory: Path, card: Mapping[str, Any], status: CardStatus, torn: TornLine) -> dict[str, Any]:
     episodes = read_jsonl(directory / EPISODES_FILE, torn=torn, decode=HEAD_DECODERS[EPISODES_FILE])
     drops = read_jsonl(directory / DROPS_FILE, torn=torn, decode=HEAD_DECODERS[DROPS_FILE])
-    plan_ids = {p["plan_id"] for p in card["plan"]["episodes"]}
-    counts = accounting(plan_ids, episodes.records, drops.records)
-    if status == "complete" and counts["pending"]:
-        raise CardCorruptError(f"card marked complete with {counts['pending']} planned episodes not recorded")
-    graders: dict[str, set[str]] = {}
-    for episode in episodes.records:
-        if episode.grade is not None:
-            graders.setdefault(episode.grade["grader"], set()).add(episode.grade["grader_version"])
+    tally = Tally(card["plan"]["episodes"], card["config"]["ks"])
+    tally.add("episode", episodes.records)
+    tally.add("drop", drops.records)
     return {
         "status": status,
         "updated_at": _now(),
         "files": {EPISODES_FILE: episodes.manifest(), DROPS_FILE: drops.manifest()},
-        "graders": {name: sorted(versions) for name, versions in sorted(graders.items())},
-        "accounting": counts,
-        "views": compute_views([*episodes.records, *drops.records], card["config"]["ks"]),
+        **tally.result(complete=status == "complete"),
     }
 
 
@@ -500,7 +513,7 @@ def load_card(directory: Path, *, verify: bool = True) -> tuple[dict[str, Any], 
                     f"{problem} (it does not match the checksum in card.json: edited after the run?)"
                 )
     plan_ids = {p["plan_id"] for p in card["plan"]["episodes"]}
-    _check_ids([r.plan_id for r in episodes.records] + [r.plan_id for r in drops.records], plan_ids)
+    check_ids([r.plan_id for r in episodes.records] + [r.plan_id for r in drops.records], plan_ids)
     return card, episodes.records, drops.records
 
 

@@ -161,6 +161,7 @@ class JsonlAppender:
         self._disk = disk
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         self._pending: list[bytes] = []
+        self.pending_bytes = 0  # of the lines appended since the last flush
         self.unsynced = False
         self._sha256 = start.hasher.copy()
         self._bytes = start.bytes
@@ -169,12 +170,15 @@ class JsonlAppender:
 
     def append(self, obj: Any) -> None:
         """Serialize ``obj`` now (``dumps_line``: its errors are raised here) for the next flush."""
-        self._pending.append(dumps_line(obj))
+        line = dumps_line(obj)
+        self._pending.append(line)
+        self.pending_bytes += len(line)
 
     def flush(self) -> None:
         """Write what was appended, in one ``write`` (on the disk thread when there is one)."""
         if self._pending:
             lines, self._pending = self._pending, []
+            self.pending_bytes = 0
             if self._disk is None:
                 self._write(lines)
             else:
@@ -210,6 +214,11 @@ class JsonlAppender:
         }
         self._new_crcs.clear()
         return entry
+
+    def wrote(self) -> dict[str, Any]:
+        """The whole file as written so far: its ``bytes``, ``lines`` and ``sha256``
+        (from the disk thread's jobs, or once they have all run)."""
+        return {"bytes": self._bytes, "lines": self._lines, "sha256": self._sha256.hexdigest()}
 
     def close(self) -> None:
         """Close the file; flush and sync it first when there is no disk thread (with one,
@@ -288,26 +297,37 @@ def parse_jsonl(
             cut_torn_line(path, end)
     whole = memoryview(data)[:end]
     hashing = _Sha256(whole)
-    records = []
+    records: list[Any] = []
     crcs = bytearray()
-    crc32 = zlib.crc32
-    find = data.find
-    start = number = 0
     try:
-        with gc_paused():
-            while start < end:
-                stop = find(b"\n", start)
-                line = data[start:stop]
-                number += 1
-                crcs += crc32(line).to_bytes(4, "big")
-                try:
-                    records.append(decode(line))
-                except ValueError as error:  # orjson.JSONDecodeError is one
-                    raise CardCorruptError(f"{path} line {number}: {_problem(error)}") from error
-                start = stop + 1
+        decode_lines(path, data, end, decode, records, crcs)
     finally:
         hasher = hashing.result()
     return JsonlContents(records, hasher.hexdigest(), end, crcs.hex(), repaired, hasher)
+
+
+def decode_lines(
+    path: Path, data: bytes, end: int, decode: Callable[[bytes], T], records: list[T], crcs: bytearray
+) -> None:
+    """Decode the whole lines of ``data[:end]`` (it ends with a newline) onto ``records``,
+    and their CRC-32s onto ``crcs`` (4 bytes each); lines are numbered on from those
+    already in ``records``. Raises ``CardCorruptError`` naming the first line ``decode``
+    refuses (its ``ValueError``)."""
+    crc32 = zlib.crc32
+    find = data.find
+    start = 0
+    number = len(records)
+    with gc_paused():
+        while start < end:
+            stop = find(b"\n", start)
+            line = data[start:stop]
+            number += 1
+            crcs += crc32(line).to_bytes(4, "big")
+            try:
+                records.append(decode(line))
+            except ValueError as error:  # orjson.JSONDecodeError is one
+                raise CardCorruptError(f"{path} line {number}: {_problem(error)}") from error
+            start = stop + 1
 
 
 def _problem(error: ValueError) -> str:

@@ -8,6 +8,7 @@ the reader makes, and a card that picked one rule would hide the other's numbers
 
 from __future__ import annotations
 
+import copy
 import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -291,15 +292,27 @@ TaskKey = tuple[str, str]
 
 
 def _both_rules(
-    tables: Mapping[Rule, Mapping[TaskKey, TaskValues]], members: set[TaskKey] | None, ks: Sequence[int]
+    tables: Mapping[Rule, Mapping[TaskKey, TaskValues]],
+    members: set[TaskKey] | None,
+    ks: Sequence[int],
+    done: dict[tuple[int, ...], dict[str, Any]],
 ) -> dict[str, Any]:
-    return {
-        rule: _metrics([v for key, v in tables[rule].items() if members is None or key in members], ks)
-        for rule in RULE_NAMES
-    }
+    """Both rules' metrics over the tasks in ``members`` (None: all). ``done`` holds the
+    metrics already computed, by the identities of the values they were computed from: the
+    rules share a task's values when it has no failure drop, and a slice often holds every
+    task, so most groups are computed once and copied."""
+    views: dict[str, Any] = {}
+    for rule in RULE_NAMES:
+        values = [v for key, v in tables[rule].items() if members is None or key in members]
+        identity = tuple(map(id, values))
+        if identity not in done:
+            done[identity] = _metrics(values, ks)
+        views[rule] = copy.deepcopy(done[identity])
+    return views
 
 
-def _normalise_ks(ks: Sequence[int]) -> list[int]:
+def normalise_ks(ks: Sequence[int]) -> list[int]:
+    """``ks`` sorted, without repeats. Raises ``ValueError`` for a k that is not a positive int."""
     if isinstance(ks, str):
         raise ValueError(f"ks must be a sequence of positive ints, got {ks!r}")
     for k in ks:
@@ -313,40 +326,67 @@ def compute_views(heads: Iterable[RecordHead], ks: Sequence[int]) -> dict[str, A
     from the heads of its records (completed episodes and drops alike, in any order).
     Raises ``ValueError`` for a ``k`` that is not a positive int, or a sample of a task
     recorded twice (it would be counted twice)."""
-    ks_sorted = _normalise_ks(ks)
+    ks_sorted = normalise_ks(ks)
     by_task: dict[TaskKey, list[RecordHead]] = defaultdict(list)
     for head in heads:
         by_task[(head.env_id, head.task_id)].append(head)
+    return views_of({key: task_entry(key, by_task[key], ks_sorted) for key in sorted(by_task)}, ks_sorted)
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    """What the views take from one task: its values under each rule that counts any of
+    its samples, and the slices it is in (view -> names; by any of its samples, dropped ones
+    too, so the set of slices does not depend on the rule)."""
+
+    values: Mapping[Rule, TaskValues]
+    slices: Mapping[str, frozenset[str]]
+
+
+def task_entry(key: TaskKey, group: Sequence[RecordHead], ks: Sequence[int]) -> TaskEntry:
+    """The entry of the task ``key`` from the heads of all its records, at ``ks`` (sorted
+    positive ints, as ``normalise_ks`` returns). Raises ``ValueError`` for a sample
+    recorded twice."""
+    if len({head.sample for head in group}) < len(group):
+        repeated = sorted(n for n, count in Counter(head.sample for head in group).items() if count > 1)
+        raise ValueError(f"{key[0]!r} task {key[1]!r} sample {repeated[0]} is recorded more than once")
+    completed = [sample_of(head) for head in group if head.drop is None]
+    failed = [sample_of(head) for head in group if head.drop is not None and head.drop.counted_as == "failure"]
+    values: dict[Rule, TaskValues] = {}
+    if completed:
+        values["errors_excluded"] = task_values(completed, ks)
+    if completed or failed:
+        values["errors_as_failures"] = task_values([*completed, *failed], ks) if failed else values["errors_excluded"]
+    tags: set[str] = set()
+    for head in group:
+        tags.update(head.tags)
+    slices = {
+        "by_env": frozenset((key[0],)),
+        "by_difficulty": frozenset(NO_DIFFICULTY if head.difficulty is None else head.difficulty for head in group),
+        "by_tag": frozenset(tags),
+    }
+    return TaskEntry(values, slices)
+
+
+def views_of(entries: Mapping[TaskKey, TaskEntry], ks: Sequence[int]) -> dict[str, Any]:
+    """The views (as ``compute_views`` returns them) of a run whose tasks have ``entries``
+    (``task_entry``, in any order) at ``ks`` (sorted positive ints)."""
     tables: dict[Rule, dict[TaskKey, TaskValues]] = {rule: {} for rule in RULE_NAMES}
-    # A slice holds the tasks any of whose samples (dropped ones too) carry its key, so the
-    # set of slices does not depend on the rule.
     members: dict[str, dict[str, set[TaskKey]]] = {view: defaultdict(set) for view in SLICES}
-    for key in sorted(by_task):
-        group = by_task[key]
-        if len({head.sample for head in group}) < len(group):
-            repeated = sorted(n for n, count in Counter(head.sample for head in group).items() if count > 1)
-            raise ValueError(f"{key[0]!r} task {key[1]!r} sample {repeated[0]} is recorded more than once")
-        completed = [sample_of(head) for head in group if head.drop is None]
-        failed = [sample_of(head) for head in group if head.drop is not None and head.drop.counted_as == "failure"]
-        if completed:
-            tables["errors_excluded"][key] = task_values(completed, ks_sorted)
-        if completed or failed:
-            tables["errors_as_failures"][key] = (
-                task_values([*completed, *failed], ks_sorted) if failed else tables["errors_excluded"][key]
-            )
-        members["by_env"][key[0]].add(key)
-        tags: set[str] = set()
-        for head in group:
-            members["by_difficulty"][NO_DIFFICULTY if head.difficulty is None else head.difficulty].add(key)
-            tags.update(head.tags)
-        for tag in tags:
-            members["by_tag"][tag].add(key)
+    done: dict[tuple[int, ...], dict[str, Any]] = {}
+    for key in sorted(entries):
+        entry = entries[key]
+        for rule, values in entry.values.items():
+            tables[rule][key] = values
+        for view, names in entry.slices.items():
+            for name in names:
+                members[view][name].add(key)
     views: dict[str, Any] = {
-        "ks": ks_sorted,
+        "ks": list(ks),
         "rules": dict(RULES),
         "definitions": dict(DEFINITIONS),
-        "overall": _both_rules(tables, None, ks_sorted),
+        "overall": _both_rules(tables, None, ks, done),
     }
     for view in SLICES:
-        views[view] = {name: _both_rules(tables, members[view][name], ks_sorted) for name in sorted(members[view])}
+        views[view] = {name: _both_rules(tables, members[view][name], ks, done) for name in sorted(members[view])}
     return views

@@ -88,7 +88,8 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
     the env parsed and what each returned), ``action_sanitized`` (the reply held text no
     JSON can carry, replaced by U+FFFD) and ``drop`` (``Drop.to_json``: the episode ran but
     cannot be scored normally). The first ``reset`` in a process checks the task data
-    against the family's lock file: ``FixtureMismatchError`` when it drifted.
+    against the family's lock file: ``FixtureMismatchError`` when it drifted. A grader that
+    crashes (our bug, never the reply's) raises ``GraderError`` from ``step``.
     """
 
     metadata: dict[str, Any] = {"render_modes": ["ansi"]}  # noqa: RUF012 (gymnasium's API)

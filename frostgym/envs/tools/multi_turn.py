@@ -93,13 +93,9 @@ class MultiTurnToolsEnv(ToolCallingEnv):
 
     Constructing it needs the pinned ``bfcl-eval``.
 
-    ``reset`` raises what every ``FrozenEnv`` does: ``ValueError`` for an unknown
-    option or split, ``UnknownTaskError`` for a task id or split this source does not have,
-    ``FixtureMismatchError`` when the task data does not match its lock. ``step`` raises
-    ``EpisodeNotActiveError`` outside an episode and ``InvalidActionError`` for an action
-    that is neither text nor a ``{"content"}`` dict, or a structured tool call that is not
-    JSON data. Wrong or unreadable replies are graded failures, never exceptions; a grader
-    that crashes raises ``GraderError``.
+    ``reset`` and ``step`` raise what every ``FrozenEnv`` does (see its docstring); a
+    structured tool call that is not JSON data is an ``InvalidActionError`` too. Wrong or
+    unreadable replies are graded failures, never exceptions.
     """
 
     family = "tools"

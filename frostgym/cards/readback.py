@@ -1,0 +1,273 @@
+"""A large card's record files read back by a process of its own while the run writes them.
+
+Why: close computes a card's checksums, accounting and views from the files on disk, and in
+the run's own process that is Python work on the run's one core: at 10,000 oracle episodes
+about a fifth of the run's time. This process tails the two files as the writer's disk
+thread writes them, decoding each line's head once it is there, so at close only the last
+lines and the tally are left, off the run's core.
+
+It is a speed-up, never a second source of truth: the writer takes its summary only when
+it read exactly the bytes the writer wrote (the same size, lines and sha256 for both files)
+and computed it without error; otherwise (the process died, lagged, read other bytes, or
+found a line it cannot read) the writer reads the files in its own process, as for a small
+card, and raises what that raises. The process only reads; it exits when the writer's end
+of its pipe closes (a writer killed with it), so it never outlives a run's card.
+
+Run as ``python -m frostgym.cards.readback CARD_JSON EPISODES_JSONL DROPS_JSONL`` by
+``ReadBack.start`` (a fresh interpreter: it inherits none of the run's threads), at nice 19.
+While it reads it says how far it got (``{"read": bytes}`` lines on stdout, which the writer
+drains at each commit); it answers the writer's one request (a JSON line on stdin) with
+one JSON line, its summary or why it has none.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import hashlib
+import os
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from functools import partial
+from pathlib import Path
+from typing import IO, Any
+
+import orjson
+
+from frostgym.cards.store import CardCorruptError, JsonlContents, decode_lines, read_json
+from frostgym.cards.tally import Tally
+from frostgym.core.episode import RecordHead, RecordKind, head_from_line
+
+#: Plans at least this large get a read-back process: below, starting one (~0.25 s of a
+#: core, mostly imports) costs more than it saves.
+READBACK_MIN_EPISODES = 2000
+#: How often the process looks for new lines while the run writes.
+POLL_SECONDS = 0.05
+#: At close, a process with more than this many bytes left to read is left behind: it
+#: lags (a loaded machine), and reading the files in the writer's process is then quicker.
+MAX_BYTES_BEHIND = 8 << 20
+#: At close, how long the writer waits for the summary before reading the files itself.
+FINISH_SECONDS = 60.0
+#: The process's nice value: it yields its core to the run's threads.
+NICENESS = 19
+KINDS: tuple[RecordKind, RecordKind] = ("episode", "drop")
+
+
+class Tail:
+    """A JSON Lines file read as it grows: its whole lines decoded, hashed and CRC'd."""
+
+    def __init__(self, path: Path, decode: Callable[[bytes], RecordHead]) -> None:
+        self.path = path
+        self._decode = decode
+        self._file: IO[bytes] | None = None
+        self._rest = b""  # bytes after the last newline read so far
+        self.records: list[RecordHead] = []
+        self.crcs = bytearray()
+        self.hasher = hashlib.sha256()
+        self.bytes = 0
+
+    def read(self) -> None:
+        """Decode the whole lines written since the last call. Raises ``CardCorruptError``
+        for a line that is not a record's head (as ``read_jsonl`` does)."""
+        if self._file is None:
+            self._file = self.path.open("rb")
+        data = self._file.read()
+        if not data:
+            return
+        data = self._rest + data
+        end = data.rfind(b"\n") + 1
+        self._rest = data[end:]
+        if end:
+            self.hasher.update(memoryview(data)[:end])
+            decode_lines(self.path, data, end, self._decode, self.records, self.crcs)
+            self.bytes += end
+
+    def contents(self) -> JsonlContents[RecordHead]:
+        return JsonlContents(self.records, self.hasher.hexdigest(), self.bytes, self.crcs.hex(), len(self._rest), None)
+
+
+def _read(tails: Mapping[RecordKind, Tail], tally: Tally) -> None:
+    for kind, tail in tails.items():
+        known = len(tail.records)
+        tail.read()
+        tally.add(kind, tail.records[known:])
+
+
+def _finish(tails: Mapping[RecordKind, Tail], tally: Tally, request: Mapping[str, Any]) -> dict[str, Any]:
+    """The reply to the writer's request: the files' manifests and the tally's result when
+    both files hold exactly what the writer says it wrote; else why not."""
+    _read(tails, tally)
+    files = {}
+    for kind, tail in tails.items():
+        contents = tail.contents()
+        wrote = request["files"][kind]
+        got = {"bytes": contents.bytes, "lines": len(contents.records), "sha256": contents.sha256}
+        if contents.repaired_bytes or got != wrote:
+            return {"ok": False, "why": f"{tail.path}: read {got}, the writer wrote {wrote}"}
+        files[kind] = contents.manifest()
+    return {"ok": True, "files": files, **tally.result(complete=request["complete"])}
+
+
+def main(argv: Sequence[str]) -> int:
+    """The read-back process: tail the files until the writer's request, answer it, exit."""
+    gc.disable()  # a short life of acyclic data
+    card_json, episodes, drops = (Path(a) for a in argv)
+    card = read_json(card_json)  # as the writer wrote it before starting this process
+    tally = Tally(card["plan"]["episodes"], card["config"]["ks"])
+    tails = {
+        kind: Tail(path, partial(head_from_line, kind=kind))
+        for kind, path in zip(KINDS, (episodes, drops), strict=True)
+    }
+    stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
+    failure: str | None = None
+    read = 0
+    while not select.select([stdin], [], [], POLL_SECONDS)[0]:
+        if failure is None:
+            try:
+                _read(tails, tally)
+            except CardCorruptError as error:
+                failure = str(error)
+            if read != (read := sum(t.bytes for t in tails.values())):  # how far it got, for the lag rule
+                stdout.write(orjson.dumps({"read": read}, option=orjson.OPT_APPEND_NEWLINE))
+                stdout.flush()
+    line = stdin.readline()
+    if not line:
+        return 0  # the writer is gone
+    try:
+        reply = {"ok": False, "why": failure} if failure else _finish(tails, tally, orjson.loads(line))
+    except (CardCorruptError, ValueError, KeyError, TypeError) as error:
+        reply = {"ok": False, "why": f"{type(error).__name__}: {error}"}
+    stdout.write(orjson.dumps(reply, option=orjson.OPT_APPEND_NEWLINE))
+    stdout.flush()
+    return 0
+
+
+class ReadBack:
+    """The writer's side of a read-back process: ``start`` it once the files exist,
+    ``drain`` it at each commit, ``ask`` once every line is written and take its
+    ``summary`` (``finish`` does both), or ``stop`` it on the way out."""
+
+    def __init__(self, process: subprocess.Popen[bytes]) -> None:
+        self._process = process
+        self._buffer = b""
+        self._asked = False
+        #: Why ``summary`` returned None (for diagnostics: the card is right either way).
+        self.refused: str | None = None
+
+    @classmethod
+    def start(cls, card_json: Path, episodes: Path, drops: Path) -> ReadBack:
+        """Start the process on a card's ``card.json`` and record files. Raises ``OSError``
+        when it cannot be started."""
+        root = str(Path(__file__).resolve().parents[2])  # where this frostgym is imported from
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+        process = subprocess.Popen(
+            [sys.executable, "-m", "frostgym.cards.readback", str(card_json), str(episodes), str(drops)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+        )
+        # Only on a core nothing else wants: run beside the writer's disk thread, it would
+        # take the core from that thread while it holds the GIL, and the run would wait.
+        with contextlib.suppress(AttributeError, OSError):
+            os.setpriority(os.PRIO_PROCESS, process.pid, NICENESS)
+        return cls(process)
+
+    def finish(self, wrote: Mapping[str, Mapping[str, Any]], *, complete: bool) -> dict[str, Any] | None:
+        """``ask``, then ``summary``."""
+        self.ask(wrote, complete=complete)
+        return self.summary()
+
+    def drain(self) -> None:
+        """Take what the process said so far off its pipe, keeping only its last line, so
+        that it never waits on a full pipe however long the run (a card calls this at each
+        commit: one ``select``). Never raises."""
+        assert self._process.stdout is not None
+        with contextlib.suppress(OSError, ValueError):  # it ended: ``ask`` finds out
+            fd = self._process.stdout.fileno()
+            while select.select([fd], [], [], 0)[0]:
+                chunk = os.read(fd, 1 << 16)
+                if not chunk:
+                    break
+                self._buffer += chunk
+        said, newline, rest = self._buffer.rpartition(b"\n")
+        if newline:
+            self._buffer = said.rpartition(b"\n")[2] + newline + rest
+
+    def ask(self, wrote: Mapping[str, Mapping[str, Any]], *, complete: bool) -> None:
+        """Ask for the summary of the files, given what the writer ``wrote`` to each
+        (``episode`` and ``drop``: ``bytes``, ``lines``, ``sha256``) once all of it is
+        written; the process reads the rest and computes it meanwhile. A process that said
+        it lags more than ``MAX_BYTES_BEHIND`` (or said nothing yet) is not asked."""
+        behind = sum(wrote[kind]["bytes"] for kind in KINDS)
+        try:
+            self.drain()
+            while (progress := self._line(time.monotonic())) is not None:  # what it said so far
+                behind = sum(wrote[kind]["bytes"] for kind in KINDS) - progress.get("read", 0)
+            if behind > MAX_BYTES_BEHIND:
+                self.refused = f"it lagged ({behind} bytes left to read)"
+                return
+            assert self._process.stdin is not None
+            request = {"files": {kind: dict(wrote[kind]) for kind in KINDS}, "complete": complete}
+            self._process.stdin.write(orjson.dumps(request, option=orjson.OPT_APPEND_NEWLINE))
+            self._process.stdin.flush()
+            self._asked = True
+        except (OSError, ValueError) as error:  # it died
+            self.refused = f"{type(error).__name__}: {error}"
+
+    def summary(self) -> dict[str, Any] | None:
+        """The summary ``ask`` asked for, whose ``files`` (``episode`` and ``drop``) hold
+        the files' manifests beside ``tally``'s keys; None when it is not to be had or not
+        to be trusted (the process died, lags, read other bytes than were written, or found
+        a line it cannot read; ``refused`` says which): then the caller reads the files
+        itself. The process is ended."""
+        try:
+            if not self._asked:
+                return None
+            deadline = time.monotonic() + FINISH_SECONDS
+            while (reply := self._line(deadline)) is not None and "ok" not in reply:
+                pass  # progress said before the request
+            if reply is None or reply["ok"] is not True:
+                self.refused = "it did not answer" if reply is None else str(reply.get("why"))
+                return None
+            return reply
+        except (OSError, ValueError) as error:
+            self.refused = f"{type(error).__name__}: {error}"
+            return None
+        finally:
+            self.stop()
+
+    def _line(self, deadline: float) -> dict[str, Any] | None:
+        """The process's next JSON object line, or None when it ended or said nothing more
+        by ``deadline`` (now: only what it already said). Raises ``ValueError`` for
+        anything else."""
+        assert self._process.stdout is not None
+        fd = self._process.stdout.fileno()
+        while b"\n" not in self._buffer:
+            if not select.select([fd], [], [], max(deadline - time.monotonic(), 0))[0]:
+                return None
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                return None
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        reply = orjson.loads(line)
+        if not isinstance(reply, dict):
+            raise ValueError(f"not a JSON object: {line[:80]!r}")
+        return reply
+
+    def stop(self) -> None:
+        """End the process (it only reads: nothing of it is lost) and close its pipes."""
+        if self._process.poll() is None:
+            self._process.kill()
+        self._process.wait()
+        for pipe in (self._process.stdin, self._process.stdout):
+            if pipe is not None:
+                pipe.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,125 @@
+"""What a card's close computes from the heads of the records read back from disk.
+
+One place for it, because two readers compute it: the writer's own process (small cards,
+and whenever the reader below is not to be trusted) and the read-back process that tails a
+large card's files while the run writes them (``frostgym.cards.readback``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from frostgym.cards.store import CardCorruptError
+from frostgym.cards.views import TaskEntry, TaskKey, normalise_ks, task_entry, views_of
+from frostgym.core.episode import RecordHead, RecordKind
+from frostgym.core.grade import passes
+
+
+def check_ids(ids: Iterable[str], plan_ids: set[str]) -> None:
+    """Raise ``CardCorruptError`` for a plan id recorded twice or not in ``plan_ids``."""
+    counts = Counter(ids)
+    repeated = sorted(i for i, n in counts.items() if n > 1)
+    unknown = sorted(set(counts) - plan_ids)
+    if repeated or unknown:
+        raise CardCorruptError(
+            f"the card's files hold plan ids recorded twice ({repeated[:5]}) or not in its plan ({unknown[:5]}): "
+            "edited after the run?"
+        )
+
+
+class Tally:
+    """What close computes from a card's records, fed the heads of its records as they are
+    read (all at once in the writer's process; batch by batch in the read-back process, so
+    little is left for ``result``). Each task's score values are computed once all its
+    planned samples were added, and again by ``result`` for a task added to since."""
+
+    def __init__(self, plan: Sequence[Mapping[str, Any]], ks: Sequence[int]) -> None:
+        """``plan``: the card's plan entries (``plan_id``, ``env_id``, ``task_id``); ``ks``
+        as ``compute_views`` takes them (``ValueError`` for one that is not a positive int)."""
+        self.ks = normalise_ks(ks)
+        self._plan_ids = {p["plan_id"] for p in plan}
+        self._planned = Counter((p["env_id"], p["task_id"]) for p in plan)
+        self._ids: list[str] = []
+        self._counts = {"episode": 0, "drop": 0, "succeeded": 0, "counted_as_failure": 0}
+        self._by_class: Counter[str] = Counter()
+        self._graders: dict[str, set[str]] = {}
+        self._heads: dict[RecordKind, dict[TaskKey, list[RecordHead]]] = {
+            "episode": defaultdict(list),
+            "drop": defaultdict(list),
+        }
+        self._entries: dict[TaskKey, tuple[int, int, TaskEntry]] = {}
+
+    def add(self, kind: RecordKind, heads: Iterable[RecordHead]) -> None:
+        """Count the heads of ``kind`` records (in the order of their file)."""
+        by_task = self._heads[kind]
+        counts = self._counts
+        for head in heads:
+            self._ids.append(head.plan_id)
+            counts[kind] += 1
+            if head.grade is not None:
+                counts["succeeded"] += passes(head.grade)
+                self._graders.setdefault(head.grade["grader"], set()).add(head.grade["grader_version"])
+            if head.drop is not None:
+                self._by_class[head.drop.drop_class] += 1
+                counts["counted_as_failure"] += head.drop.counted_as == "failure"
+            key = (head.env_id, head.task_id)
+            by_task[key].append(head)
+            episodes, drops = self._group(key)
+            if len(episodes) + len(drops) == self._planned[key]:
+                with contextlib.suppress(ValueError):  # a sample recorded twice: result raises it
+                    self._entries[key] = (len(episodes), len(drops), task_entry(key, [*episodes, *drops], self.ks))
+
+    def _group(self, key: TaskKey) -> tuple[list[RecordHead], list[RecordHead]]:
+        return self._heads["episode"].get(key, []), self._heads["drop"].get(key, [])
+
+    def result(self, *, complete: bool) -> dict[str, Any]:
+        """``graders`` (the versions of the graders that scored the completed episodes),
+        ``accounting`` (the counts that must balance: every planned episode is completed,
+        dropped or, in an interrupted card, still pending, exactly once) and ``views``.
+        Raises ``CardCorruptError`` for a plan id recorded twice or not planned, or when
+        the card is ``complete`` with planned episodes not recorded, and ``ValueError`` for
+        a sample of a task recorded twice."""
+        check_ids(self._ids, self._plan_ids)
+        counts, by_class = self._counts, self._by_class
+        completed, dropped = counts["episode"], counts["drop"]
+        not_run = by_class["skipped"] + by_class["cancelled"]
+        pending = len(self._plan_ids) - completed - dropped
+        if complete and pending:
+            raise CardCorruptError(f"card marked complete with {pending} planned episodes not recorded")
+        accounting = {
+            "planned": len(self._plan_ids),
+            "completed": completed,
+            "dropped": dropped,
+            "pending": pending,
+            "succeeded": counts["succeeded"],
+            "failed": completed - counts["succeeded"],
+            "errored": dropped - not_run,
+            "skipped": not_run,
+            "dropped_by_class": dict(sorted(by_class.items())),
+            "dropped_counted_as_failure": counts["counted_as_failure"],
+            "invariants": [
+                "planned == completed + dropped + pending",
+                "planned == succeeded + failed + errored + skipped + pending",
+                "pending == 0 when status is complete",
+            ],
+            "balanced": pending == 0,
+        }
+        return {
+            "graders": {name: sorted(versions) for name, versions in sorted(self._graders.items())},
+            "accounting": accounting,
+            "views": views_of(self._task_entries(), self.ks),
+        }
+
+    def _task_entries(self) -> dict[TaskKey, TaskEntry]:
+        entries = {}
+        for key in sorted(self._heads["episode"].keys() | self._heads["drop"].keys()):
+            episodes, drops = self._group(key)
+            cached = self._entries.get(key)
+            if cached is not None and cached[:2] == (len(episodes), len(drops)):
+                entries[key] = cached[2]
+            else:
+                entries[key] = task_entry(key, [*episodes, *drops], self.ks)
+        return entries

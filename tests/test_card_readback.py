@@ -1,0 +1,156 @@
+"""The read-back process of a large card (``frostgym.cards.readback``): the summary it
+computes from the files while the run writes them is the one close computes in process,
+it is refused when it did not read exactly what was written, and it never outlives its
+writer."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from frostgym.agents import AgentReply, AgentRequest, OracleAgent
+from frostgym.cards.card import DROPS_FILE, EPISODES_FILE, CardWriter, read_card_json, summarize_card
+from frostgym.cards.readback import MAX_BYTES_BEHIND, ReadBack
+from frostgym.cards.run import card_config
+from frostgym.cards.store import read_jsonl
+from frostgym.plan import PlannedEpisode, make_plan
+from frostgym.runner import RunOptions, run_plan
+
+ENVS = ["frostgym/Arithmetic-v0", "frostgym/Fractions-v0"]
+OPTIONS = RunOptions(batch_size=4)
+TIMES = ("created_at", "updated_at", "started_at", "ended_at")
+
+
+class HalfUnwritable(OracleAgent):
+    """The oracle, with a trace no JSON can hold on every third request: those episodes
+    become ``infra_error`` drops, so the card has drops beside its episodes."""
+
+    def act(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
+        cycle: dict[str, Any] = {}
+        cycle["self"] = cycle
+        replies = super().act(requests)
+        return [
+            AgentReply(action=r.action, extra={"trace": cycle}) if int(q.episode_id, 16) % 3 == 0 else r
+            for q, r in zip(requests, replies, strict=True)
+        ]
+
+
+def _plan() -> tuple[list[PlannedEpisode], dict[str, Any]]:
+    plan = make_plan(ENVS, split="dev", episodes=5, samples=4, seed=2)
+    config = card_config(env_ids=ENVS, agent_spec="test", sampling={}, episodes=5, samples=4, seed=2, options=OPTIONS)
+    return plan, config
+
+
+def _write(out: Path, read_back: bool, plan: Sequence[PlannedEpisode] | None = None) -> dict[str, Any]:
+    full, config = _plan()
+    writer = CardWriter.create(out, config=config, plan=full, provenance={}, read_back=read_back)
+    run_plan(list(plan or full), HalfUnwritable(), writer, OPTIONS)
+    card = writer.close("complete" if plan is None else "interrupted")
+    assert writer.read_back_used == read_back
+    return card
+
+
+def _without_times(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _without_times(v) for k, v in value.items() if k not in TIMES}
+    if isinstance(value, list):
+        return [_without_times(v) for v in value]
+    return value
+
+
+def test_a_card_read_back_by_its_process_is_the_card_read_back_in_process(tmp_path: Path) -> None:
+    by_process = _write(tmp_path / "process", read_back=True)
+    in_process = _write(tmp_path / "here", read_back=False)
+    assert by_process["accounting"]["dropped"] > 0 and by_process["accounting"]["completed"] > 0
+    # The records hold their timings, so the files' checksums differ between the runs.
+    assert {**_without_times(by_process), "files": None} == {**_without_times(in_process), "files": None}
+    assert read_card_json(tmp_path / "process") == by_process
+    summary = summarize_card(tmp_path / "process", by_process, "complete")
+    for key in ("files", "graders", "accounting", "views"):  # the same bytes in card.json, key order too
+        assert orjson.dumps(by_process[key]) == orjson.dumps(summary[key])
+
+
+def test_a_resumed_card_is_read_back_whole_by_its_process(tmp_path: Path) -> None:
+    plan, config = _plan()
+    _write(tmp_path / "process", read_back=True, plan=plan[:9])
+    writer = CardWriter.resume(tmp_path / "process", config=config, plan=plan, read_back=True)
+    run_plan([p for p in plan if p.plan_id not in writer.done], HalfUnwritable(), writer, OPTIONS)
+    resumed = writer.close("complete")
+    assert writer.read_back_used
+    whole = _write(tmp_path / "here", read_back=False)
+    assert resumed["accounting"] == whole["accounting"] and resumed["views"] == whole["views"]
+    assert resumed["files"] == summarize_card(tmp_path / "process", resumed, "complete")["files"]
+
+
+def _wrote(directory: Path) -> dict[str, dict[str, Any]]:
+    wrote = {}
+    for kind, name in (("episode", EPISODES_FILE), ("drop", DROPS_FILE)):
+        contents = read_jsonl(directory / name)
+        wrote[kind] = {"bytes": contents.bytes, "lines": len(contents.records), "sha256": contents.sha256}
+    return wrote
+
+
+def _start(directory: Path) -> ReadBack:
+    return ReadBack.start(directory / "card.json", directory / EPISODES_FILE, directory / DROPS_FILE)
+
+
+def test_the_process_summary_is_summarize_cards_and_refused_for_other_bytes(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    _write(out, read_back=False)
+    card = read_card_json(out)
+    expected = summarize_card(out, card, "complete")
+    reply = _start(out).finish(_wrote(out), complete=True)
+    assert reply is not None
+    assert reply["files"] == {"episode": expected["files"][EPISODES_FILE], "drop": expected["files"][DROPS_FILE]}
+    assert {k: reply[k] for k in ("graders", "accounting", "views")} == {
+        k: expected[k] for k in ("graders", "accounting", "views")
+    }
+    other = _wrote(out)
+    other["episode"]["sha256"] = "0" * 64  # the writer wrote other bytes than are on disk
+    assert _start(out).finish(other, complete=True) is None
+    shorter = _wrote(out)
+    shorter["drop"]["bytes"] += 1
+    assert _start(out).finish(shorter, complete=True) is None
+
+
+def test_a_process_far_behind_the_writer_is_not_waited_for(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    _write(out, read_back=False)
+    wrote = _wrote(out)
+    wrote["episode"]["bytes"] += MAX_BYTES_BEHIND + 1  # more written than it can have read
+    reader = _start(out)
+    assert reader.finish(wrote, complete=True) is None
+    assert reader.refused is not None and "lagged" in reader.refused
+
+
+def test_a_line_the_process_cannot_read_leaves_close_to_the_writer(tmp_path: Path) -> None:
+    out = tmp_path / "c"
+    _write(out, read_back=False)
+    with (out / EPISODES_FILE).open("ab") as f:
+        f.write(b'{"not": "a record"}\n')
+    assert _start(out).finish(_wrote(out), complete=True) is None
+
+
+@pytest.mark.parametrize("how", ["stdin closed", "stopped"])
+def test_the_process_ends_with_its_writer(tmp_path: Path, how: str) -> None:
+    out = tmp_path / "c"
+    _write(out, read_back=False)
+    reader = _start(out)
+    process = reader._process
+    if how == "stopped":
+        reader.stop()
+    else:
+        assert process.stdin is not None
+        process.stdin.close()  # what a writer killed with -9 leaves it
+    deadline = time.monotonic() + 30
+    while process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert process.poll() is not None
+    if how == "stdin closed":
+        assert process.returncode == 0
+        reader.stop()
