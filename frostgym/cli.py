@@ -13,9 +13,10 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from frostgym.commands.compare import compare_cmd, trend_cmd
 from frostgym.core.env import FrozenEnv
 from frostgym.core.errors import FrostgymError
-from frostgym.core.splits import PUBLIC_SPLITS, check_split
+from frostgym.core.splits import PUBLIC_SPLITS, parse_splits
 from frostgym.core.tasks import TaskSource
 from frostgym.envs.registry import EnvEntry
 
@@ -101,7 +102,9 @@ def eval_cmd(
     all_tasks: Annotated[bool, typer.Option("--all", help="Every task of the split (finite splits only).")] = False,
     samples: Annotated[int, typer.Option(min=1, help="Episodes per task, each with its own seed (for pass@k).")] = 1,
     seed: Annotated[int, typer.Option(min=0, help="Run seed; every task choice and episode seed derives from it.")] = 0,
-    split: Annotated[str, typer.Option(help="train | dev | test | private")] = "dev",
+    split: Annotated[
+        str, typer.Option(help="train | dev | test | private, or several comma-separated (test,private).")
+    ] = "dev",
     resume: Annotated[bool, typer.Option(help="Finish the card in --out after a crash or Ctrl-C.")] = False,
     workers: Annotated[int, typer.Option(min=1, help="Threads stepping envs in parallel.")] = 1,
     batch_size: Annotated[int, typer.Option(min=1, help="Episodes in flight per batched agent call.")] = 64,
@@ -162,7 +165,7 @@ def eval_cmd(
         if task_config is not None:
             env_kwargs["task_config"] = _json_object(task_config, "--task-config")
         options = RunOptions(
-            split=check_split(split),
+            split=",".join(parse_splits(split)),
             env_kwargs=env_kwargs,
             batch_size=batch_size,
             workers=workers,
@@ -430,6 +433,10 @@ def record_cassettes_cmd(
         return
     for path in record_cassettes(out):
         console.print(f"wrote {path}")
+
+
+app.command("compare")(compare_cmd)
+app.command("trend")(trend_cmd)
 
 
 def main() -> None:

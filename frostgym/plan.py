@@ -18,7 +18,7 @@ import orjson
 
 from frostgym.core.env import FrozenEnv
 from frostgym.core.seeding import SeedPart, derive_generator, derive_seed
-from frostgym.core.splits import Split
+from frostgym.core.splits import Split, parse_splits
 from frostgym.core.tasks import Task
 from frostgym.envs.registry import make_env
 
@@ -95,13 +95,15 @@ def choose_tasks(env: FrozenEnv, env_id: str, split: Split, episodes: int | None
 def make_plan(
     env_ids: Sequence[str],
     *,
-    split: Split,
+    split: Split | str,
     episodes: int | None,
     samples: int,
     seed: int,
     env_kwargs: Mapping[str, Any] | None = None,
 ) -> list[PlannedEpisode]:
-    """Every (env, task, sample, seed) of a run, in the order it will be started."""
+    """Every (env, task, sample, seed) of a run, in the order it will be started. ``split``
+    may name several splits separated by commas: each env then plays ``episodes`` tasks of
+    each, in the order given."""
     if samples < 1 or (episodes is not None and episodes < 1):
         raise ValueError("episodes and samples must be >= 1")
     if seed < 0:
@@ -112,7 +114,7 @@ def make_plan(
     for env_id in env_ids:
         env = make_env(env_id, split, env_kwargs or {})
         try:
-            tasks = choose_tasks(env, env_id, split, episodes, seed)
+            tasks = [task for one in parse_splits(split) for task in choose_tasks(env, env_id, one, episodes, seed)]
         finally:
             env.close()
         for task in tasks:

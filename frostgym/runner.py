@@ -95,7 +95,7 @@ class EnvBackend(Protocol):
     """Where the runner's envs live. The runner's logic (batching, order, retries, drops)
     is the same for every backend; only env creation and the step fan-out differ."""
 
-    def make_env(self, env_id: str, split: Split, env_kwargs: Mapping[str, Any]) -> RunnerEnv:
+    def make_env(self, env_id: str, split: Split | str, env_kwargs: Mapping[str, Any]) -> RunnerEnv:
         """A fresh env; the runner resets it per episode and reuses it after a clean end."""
 
     def step_threads(self, workers: int) -> int:
@@ -105,7 +105,7 @@ class EnvBackend(Protocol):
 class LocalEnvs:
     """The default backend: envs in this process, stepped by ``workers`` threads."""
 
-    def make_env(self, env_id: str, split: Split, env_kwargs: Mapping[str, Any]) -> RunnerEnv:
+    def make_env(self, env_id: str, split: Split | str, env_kwargs: Mapping[str, Any]) -> RunnerEnv:
         return make_env(env_id, split, env_kwargs)
 
     def step_threads(self, workers: int) -> int:
@@ -117,7 +117,8 @@ class RunOptions:
     """How a plan is played. None of these changes an episode's content: the same plan
     gives the same records with any batch size, worker count or backend.
 
-    ``split`` and ``env_kwargs`` are what every env is made with; ``batch_size`` the
+    ``split`` and ``env_kwargs`` are what every env is made with (``split`` may name several,
+    comma-separated: envs are made on the first, and each episode plays its planned task); ``batch_size`` the
     episodes in flight, so the requests in one agent call; ``workers`` the threads stepping
     envs in parallel (sandboxed code, tool I/O); ``retries`` the extra attempts, from reset,
     of an episode whose drop class is ``RETRYABLE``; ``max_drops`` how many episodes may
@@ -125,7 +126,7 @@ class RunOptions:
     for a batch size or worker count below 1, or negative retries.
     """
 
-    split: Split = "dev"
+    split: Split | str = "dev"
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     batch_size: int = 64  # episodes in flight, and so requests per agent call
     workers: int = 1  # threads stepping envs in parallel (sandboxed code, tool I/O)

@@ -71,7 +71,7 @@ def host_info() -> dict[str, Any]:
 
 
 def describe_envs(
-    env_ids: Sequence[str], split: Split, env_kwargs: Mapping[str, Any]
+    env_ids: Sequence[str], split: Split | str, env_kwargs: Mapping[str, Any]
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
     """Each env's version and fixture hash, and every distribution the envs declare."""
     out: dict[str, Any] = {}

@@ -436,7 +436,10 @@ def _config() -> Schema:
     identity = record(
         {
             "env_ids": array(string(minLength=1), minItems=1, uniqueItems=True),
-            "split": enum(ALL_SPLITS),
+            "split": string(
+                pattern=f"^({'|'.join(ALL_SPLITS)})(,({'|'.join(ALL_SPLITS)}))*$",
+                description="the split played, or several comma-separated (each env plays its tasks of each)",
+            ),
             "episodes": nullable(integer(1)),
             "samples": integer(1),
             "seed": integer(0),

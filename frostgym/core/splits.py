@@ -26,6 +26,16 @@ def check_split(split: str) -> Split:
     return split
 
 
+def parse_splits(splits: str) -> tuple[Split, ...]:
+    """The splits a run plays: one (``"test"``) or several separated by commas
+    (``"test,private"``, so one card holds both and a comparison can measure the gap between
+    them). Raises ``ValueError`` for an unknown or repeated split."""
+    parsed = tuple(check_split(part.strip()) for part in splits.split(","))
+    if len(set(parsed)) != len(parsed):
+        raise ValueError(f"splits repeat: {splits!r}")
+    return parsed
+
+
 def split_of(content_key: str, *, salt: str, percent: Mapping[Split, int] = DEFAULT_SPLIT_PERCENT) -> Split:
     """The split that owns ``content_key``: a pure function of the content and the salt."""
     if sum(percent.values()) != 100:

@@ -104,7 +104,7 @@ class EnvWorker:
         except Exception as error:
             return EnvState(env.turn, tools, oracle_error=_portable(error), prefetched=True)
 
-    def make(self, slot: int, env_id: str, split: Split, env_kwargs: dict[str, Any]) -> BaseException | None:
+    def make(self, slot: int, env_id: str, split: Split | str, env_kwargs: dict[str, Any]) -> BaseException | None:
         try:
             self.envs[slot] = make_env(env_id, split, env_kwargs)
         except Exception as error:
@@ -271,7 +271,7 @@ class RayEnvs:
         return envs
 
     # -- EnvBackend --------------------------------------------------------------------
-    def make_env(self, env_id: str, split: Split, env_kwargs: Mapping[str, Any]) -> RemoteEnv:
+    def make_env(self, env_id: str, split: Split | str, env_kwargs: Mapping[str, Any]) -> RemoteEnv:
         with self._lock:
             slot = next(self._slots)
         actor = self.actors[slot % len(self.actors)]

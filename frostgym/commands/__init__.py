@@ -1,0 +1,1 @@
+"""Command modules of the ``frostgym`` CLI, one per command family; ``frostgym.cli`` registers them."""

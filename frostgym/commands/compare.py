@@ -1,0 +1,107 @@
+"""``frostgym compare`` and ``frostgym trend``: the decision between checkpoints, on the command line.
+
+Why its own module: the command only parses, prints and maps the result to an exit code;
+everything it reports is computed by ``frostgym.compare``. Exit codes are the contract CI
+gates on: 0 promote (or no gates given), 1 block, 2 an error (a plan mismatch, an
+unreadable card or gates file), with the reason in one line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+from frostgym.compare.compare import compare_cards
+from frostgym.compare.diagnostics import DIAGNOSTIC_METRICS
+from frostgym.compare.gates import read_gates
+from frostgym.compare.tables import comparison_tables
+from frostgym.compare.trend import trend
+from frostgym.core.errors import FrostgymError
+
+EXIT_PROMOTE, EXIT_BLOCK, EXIT_ERROR = 0, 1, 2
+
+
+def _console() -> Console:
+    console = Console()
+    return console if console.is_terminal else Console(width=160)
+
+
+def compare_cmd(
+    base: Annotated[Path, typer.Argument(help="The baseline card directory.")],
+    cand: Annotated[Path, typer.Argument(help="The candidate card directory.")],
+    gate: Annotated[Path | None, typer.Option(help="A gates TOML file (see examples/gates.toml).")] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the comparison as JSON here.")] = None,
+    overlap: Annotated[
+        bool, typer.Option(help="Compare only the episodes both plans share when the plans differ.")
+    ] = False,
+) -> None:
+    """Compare CAND against BASE episode by episode: every view with its paired delta, 95%
+    bootstrap interval (clustered by task) and McNemar p for pass@1; outcome transitions,
+    costs and diagnostics; with --gate, a decision. Exit 0 promote, 1 block, 2 error."""
+    console = _console()
+    try:
+        gates = read_gates(gate) if gate is not None else None
+        comparison = compare_cards(base, cand, gates, overlap=overlap)
+    except (FrostgymError, OSError) as error:
+        console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_ERROR) from None
+    pairing = comparison.pairing
+    if pairing.base_only or pairing.cand_only:
+        console.print(
+            f"comparing {pairing.paired} shared episodes; only in base: {pairing.base_only}, "
+            f"only in cand: {pairing.cand_only}"
+        )
+    for table in comparison_tables(comparison):
+        console.print(table)
+    if json_out is not None:
+        text = json.dumps(comparison.to_json(), indent=1, ensure_ascii=False, allow_nan=False)
+        json_out.write_text(text + "\n", encoding="utf-8")
+    if comparison.decision is not None:
+        console.print(f"decision: {comparison.decision.upper()}")
+        raise typer.Exit(EXIT_PROMOTE if comparison.decision == "promote" else EXIT_BLOCK)
+
+
+def trend_cmd(
+    cards: Annotated[list[Path], typer.Argument(help="Card directories in checkpoint order.")],
+    held_out: Annotated[
+        list[str] | None, typer.Option("--held-out", help="An env id kept out of training (repeatable).")
+    ] = None,
+    json_out: Annotated[Path | None, typer.Option("--json", help="Also write the rows as JSON here.")] = None,
+) -> None:
+    """One row per card of the views and diagnostics, flagging where the public reward rose
+    while the private split or a held-out env fell."""
+    console = _console()
+    try:
+        rows = trend(cards, held_out or [])
+    except (FrostgymError, OSError) as error:
+        console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
+        raise typer.Exit(EXIT_ERROR) from None
+    shown = ("mean_reward", "pass@1")
+    table = Table("card", "episodes", *shown, "public", "private", *(held_out or []), "hacking", "truncated", "flags")
+    for row in rows:
+        values = [row.views.get(name) for name in shown]
+        table.add_row(
+            row.card,
+            str(row.episodes),
+            *(_num(v) for v in values),
+            _num(row.public_reward),
+            _num(row.private_reward),
+            *(_num(row.held_out_reward[env]) for env in held_out or []),
+            _num(row.diagnostics["reward_hacking_rate"]),
+            _num(row.diagnostics["truncation_rate"]),
+            "; ".join(row.flags) or "-",
+        )
+    console.print(table)
+    if json_out is not None:
+        data = {"diagnostics": list(DIAGNOSTIC_METRICS), "rows": [row.to_json() for row in rows]}
+        json_out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _num(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3f}"

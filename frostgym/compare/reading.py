@@ -1,0 +1,130 @@
+"""Read one card for a comparison: its plan, and every episode reduced to ``EpisodeFacts``.
+
+Why streamed: a card's trajectories can be hundreds of MB, and a comparison holds two. The
+record files are read line by line, each record decoded and checked as ``load_card`` does
+(``frostgym.core.episode``), reduced to its facts and let go, while the file's SHA-256 is
+computed on the way and checked against the card's manifest: a comparison of an edited card
+is refused like any other read of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from frostgym.cards.card import read_card_json
+from frostgym.cards.store import CardCorruptError
+from frostgym.compare.facts import EpisodeFacts, drop_facts, episode_facts
+from frostgym.core.episode import RecordKind, record_problem
+from frostgym.core.errors import FrostgymError
+
+#: Bytes read at a time from a record file.
+CHUNK = 1 << 22
+_FILES: tuple[tuple[str, RecordKind], ...] = (("episodes.jsonl", "episode"), ("drops.jsonl", "drop"))
+
+
+class PlanMismatchError(FrostgymError, ValueError):
+    """Two cards whose plans differ were compared without ``overlap``."""
+
+
+@dataclass(frozen=True)
+class CardFacts:
+    """One card as a comparison sees it."""
+
+    directory: Path
+    card: Mapping[str, Any]
+    #: The plan's entries by plan id, in plan order.
+    plan: Mapping[str, Mapping[str, Any]]
+    facts: Mapping[str, EpisodeFacts]
+
+
+def read_card_facts(directory: Path) -> CardFacts:
+    """The card in ``directory``, its records streamed and reduced. Raises
+    ``CardCorruptError`` for a record file that does not match the card's manifest, a record
+    that is not one, or an episode recorded twice or not in the plan."""
+    card = read_card_json(directory)
+    plan = {entry["plan_id"]: entry for entry in card["plan"]["episodes"]}
+    facts: dict[str, EpisodeFacts] = {}
+    for name, kind in _FILES:
+        path = directory / name
+        recorded = card["files"].get(name)
+        for record in _records(path, kind, recorded):
+            fact = episode_facts(record) if kind == "episode" else drop_facts(record)
+            if fact.plan_id not in plan:
+                raise CardCorruptError(f"{path}: episode {fact.plan_id!r} is not in the card's plan")
+            if fact.plan_id in facts:
+                raise CardCorruptError(f"{path}: episode {fact.plan_id!r} is recorded twice")
+            facts[fact.plan_id] = fact
+    return CardFacts(directory, card, plan, facts)
+
+
+def read_both(base: Path, cand: Path) -> tuple[CardFacts, CardFacts]:
+    """Both cards' facts, one after the other. (Reading them in two processes was measured
+    slower on 2 cores: shipping 100k episodes' facts back costs more than the second core
+    saves; see benchmarks/README.md.)"""
+    return read_card_facts(base), read_card_facts(cand)
+
+
+def _records(path: Path, kind: RecordKind, recorded: Mapping[str, Any] | None) -> Iterator[dict[str, Any]]:
+    """Each record of a file, decoded and checked (``record_problem``), while the file's
+    sha256 is checked against the card's manifest."""
+    if not path.exists():
+        if recorded and recorded.get("lines"):
+            raise CardCorruptError(f"{path} is missing; the card lists {recorded['lines']} records in it")
+        return
+    digest = hashlib.sha256()
+    size = 0
+    rest = b""
+    number = 0
+    with path.open("rb") as handle:
+        while chunk := handle.read(CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                number += 1
+                yield _decode(path, number, line, kind)
+    if rest.strip():
+        raise CardCorruptError(f"{path}: line {number + 1} is torn (no newline); resume or close the card first")
+    if recorded is not None and (recorded.get("sha256") != digest.hexdigest() or recorded.get("bytes") != size):
+        raise CardCorruptError(f"{path} does not match the card's manifest (edited after the card was written?)")
+
+
+def _decode(path: Path, number: int, line: bytes, kind: RecordKind) -> dict[str, Any]:
+    """One line as a checked record: the same checks ``load_card`` makes (``record_problem``),
+    without building the typed trajectory the comparison reduces at once to its facts."""
+    try:
+        data = orjson.loads(line)
+    except orjson.JSONDecodeError as error:
+        raise CardCorruptError(f"{path}: line {number} is not JSON: {error}") from None
+    if problem := record_problem(data, kind):
+        raise CardCorruptError(f"{path}: line {number}: {problem}")
+    result: dict[str, Any] = data
+    return result
+
+
+def plan_difference(base: CardFacts, cand: CardFacts) -> str | None:
+    """How two cards' plans differ, in words, or None when they are the same plan."""
+    if base.card["plan"]["sha256"] == cand.card["plan"]["sha256"]:
+        return None
+    base_identity = base.card["config"]["identity"]
+    cand_identity = cand.card["config"]["identity"]
+    differences = [
+        f"{key} {base_identity.get(key)!r} vs {cand_identity.get(key)!r}"
+        for key in ("env_ids", "split", "episodes", "samples", "seed", "env_kwargs")
+        if base_identity.get(key) != cand_identity.get(key)
+    ]
+    only_base = len(set(base.plan) - set(cand.plan))
+    only_cand = len(set(cand.plan) - set(base.plan))
+    if only_base or only_cand:
+        differences.append(f"{only_base} planned episodes only in the base, {only_cand} only in the candidate")
+    changed = sum(1 for plan_id in set(base.plan) & set(cand.plan) if base.plan[plan_id] != cand.plan[plan_id])
+    if changed:
+        differences.append(f"{changed} shared plan ids with different seeds or tasks")
+    return "; ".join(differences) or "plan hashes differ"
