@@ -205,3 +205,6 @@ def test_a_card_of_two_splits_measures_the_private_gap(tmp_path: Path) -> None:
     assert (gap.test_tasks, gap.private_tasks) == (6, 6)
     rows = trend([cand, base])
     assert rows[1].private_reward == 1.0 and rows[0].private_reward == 0.0
+    gate = parse_gates({"gate": [{"metric": "private_gap", "per": "env", "max": 0.05}]})
+    judged = compare_cards(base, cand, gate)
+    assert judged.decision == "promote" and judged.gates[0].value == 0.0

@@ -103,11 +103,17 @@ class Comparison:
 
     def measure(self, metric: str, slice_name: SliceName, key: str, rule: Rule) -> Measure | None:
         """A view (with its paired delta and interval), a cost or a diagnostic of one slice.
-        Costs and diagnostics exist for the overall slice and per env."""
+        Costs and diagnostics exist for the overall slice and per env; ``private_gap`` per
+        env whose cards hold both test and private episodes."""
         found = self.view(metric, slice_name, key, rule)
         if found is not None:
             return Measure(found.base, found.cand, found.delta, found.ci_low, found.ci_high)
         label = _slice_label(slice_name, key)
+        if metric == "private_gap":  # per env: test minus private mean reward, and its change
+            for gap in self.private_gaps:
+                if slice_name == "env" and gap.env_id == key:
+                    return Measure(gap.base_gap, gap.cand_gap, gap.delta, gap.ci_low, gap.ci_high)
+            return None
         if metric in COST_METRICS:
             for cost in self.costs:
                 if cost.metric == metric and cost.slice == label:
