@@ -10,6 +10,7 @@ side's unpaired count; and the base values are exactly the numbers the cards sho
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -208,3 +209,13 @@ def test_a_card_of_two_splits_measures_the_private_gap(tmp_path: Path) -> None:
     gate = parse_gates({"gate": [{"metric": "private_gap", "per": "env", "max": 0.05}]})
     judged = compare_cards(base, cand, gate)
     assert judged.decision == "promote" and judged.gates[0].value == 0.0
+
+
+def test_an_unfinished_card_is_refused_with_how_to_finish_it(cards: dict[str, Path], tmp_path: Path) -> None:
+    unfinished = tmp_path / "unfinished"
+    shutil.copytree(cards["random"], unfinished)
+    card = json.loads((unfinished / "card.json").read_text())
+    card["status"] = "interrupted"
+    (unfinished / "card.json").write_text(json.dumps(card))
+    code, output = _compare(str(cards["oracle"]), str(unfinished))
+    assert code == 2 and "not complete" in output and "--resume" in output

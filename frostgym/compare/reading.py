@@ -32,6 +32,11 @@ class PlanMismatchError(FrostgymError, ValueError):
     """Two cards whose plans differ were compared without ``overlap``."""
 
 
+class CardNotCompleteError(FrostgymError, ValueError):
+    """A card that is not ``complete`` (interrupted, or still being written) was compared:
+    its files hold only part of its plan, and more than the manifest it last closed with."""
+
+
 @dataclass(frozen=True)
 class CardFacts:
     """One card as a comparison sees it."""
@@ -48,6 +53,11 @@ def read_card_facts(directory: Path) -> CardFacts:
     ``CardCorruptError`` for a record file that does not match the card's manifest, a record
     that is not one, or an episode recorded twice or not in the plan."""
     card = read_card_json(directory)
+    if card.get("status") != "complete":
+        raise CardNotCompleteError(
+            f"{directory} is {card.get('status')!r}, not complete: finish it with the same "
+            "`frostgym eval` command plus --resume before comparing it"
+        )
     plan = {entry["plan_id"]: entry for entry in card["plan"]["episodes"]}
     facts: dict[str, EpisodeFacts] = {}
     for name, kind in _FILES:
