@@ -264,28 +264,8 @@ class EpisodeRecord:
         ``ValueError`` naming what makes it not an episode record (``record_problem``)."""
         if problem := record_problem(data, "episode"):
             raise ValueError(problem)
-        return cls(
-            plan_id=data["plan_id"],
-            env_id=data["env_id"],
-            task_id=data["task_id"],
-            sample=data["sample"],
-            difficulty=data["difficulty"],
-            tags=data["tags"],
-            reward=data["reward"],
-            grade=data["grade"],
-            episode_id=data["episode_id"],
-            split=data["split"],
-            seed=data["seed"],
-            seed_derivation=data["seed_derivation"],
-            env_version=data["env_version"],
-            fixture_sha256=data["fixture_sha256"],
-            task_sha256=data["task_sha256"],
-            attempts=data["attempts"],
-            started_at=data["started_at"],
-            wall_seconds=data["wall_seconds"],
-            observation=data["observation"],
-            steps=[_step(step) for step in data["steps"]],
-        )
+        plain = {name: data[name] for name in _EPISODE_PLAIN_FIELDS}
+        return cls(**plain, steps=[_step(step) for step in data["steps"]])
 
 
 @dataclass(kw_only=True)
@@ -353,25 +333,14 @@ class DropRecord:
         ``ValueError`` naming what makes it not a drop record (``record_problem``)."""
         if problem := record_problem(data, "drop"):
             raise ValueError(problem)
-        return cls(
-            plan_id=data["plan_id"],
-            env_id=data["env_id"],
-            task_id=data["task_id"],
-            sample=data["sample"],
-            difficulty=data["difficulty"],
-            tags=data["tags"],
-            drop=Drop(data["drop_class"], data["stage"], data["error"]),
-            episode_id=data["episode_id"],
-            seed=data["seed"],
-            seed_derivation=data["seed_derivation"],
-            traceback=data["traceback"],
-            attempts=data["attempts"],
-            earlier_errors=data["earlier_errors"],
-            observation=data["observation"],
-            steps=[_step(step) for step in data["steps"]],
-            started_at=data["started_at"],
-            wall_seconds=data["wall_seconds"],
-        )
+        plain = {name: data[name] for name in _DROP_PLAIN_FIELDS}
+        drop = Drop(data["drop_class"], data["stage"], data["error"])
+        return cls(**plain, drop=drop, steps=[_step(step) for step in data["steps"]])
+
+
+#: The record fields a line holds as they are (read back by name, in one place each).
+_EPISODE_PLAIN_FIELDS = tuple(name for name in EpisodeRecord.__dataclass_fields__ if name != "steps")
+_DROP_PLAIN_FIELDS = tuple(name for name in DropRecord.__dataclass_fields__ if name not in ("drop", "steps"))
 
 
 def _step(data: dict[str, Any]) -> StepRecord:
