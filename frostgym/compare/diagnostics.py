@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 
 from frostgym.compare.facts import SKETCHED_SAMPLES, EpisodeFacts
-from frostgym.compare.replies import REPETITION_RATIO
+from frostgym.compare.replies import REPETITION_RATIO, similarity
+from frostgym.compare.stats import stable
 
 TaskKey = tuple[str, str]
 
@@ -115,9 +116,9 @@ def diagnose(facts: Sequence[EpisodeFacts], diversity: Mapping[TaskKey, TaskDive
     distinct, similar, identical, tasks = _diversity(done, task_diversity(done) if diversity is None else diversity)
     return Diagnostics(
         episodes=len(done),
-        mean_completion_tokens=_round(float(tokens.mean())) if len(tokens) else None,
-        p50_completion_tokens=_round(float(np.percentile(tokens, 50))) if len(tokens) else None,
-        p95_completion_tokens=_round(float(np.percentile(tokens, 95))) if len(tokens) else None,
+        mean_completion_tokens=stable(float(tokens.mean())) if len(tokens) else None,
+        p50_completion_tokens=stable(float(np.percentile(tokens, 50))) if len(tokens) else None,
+        p95_completion_tokens=stable(float(np.percentile(tokens, 95))) if len(tokens) else None,
         truncation_rate=_share(sum(f.truncated for f in done), len(done)),
         repetition_rate=_share(sum(r < REPETITION_RATIO for r in judged), len(judged)),
         tasks_with_samples=tasks,
@@ -151,7 +152,7 @@ def task_diversity(done: Sequence[EpisodeFacts]) -> dict[TaskKey, TaskDiversity]
             continue
         sketched = sorted((f for f in samples if f.sample < SKETCHED_SAMPLES), key=lambda f: f.sample)
         sketches = [frozenset(array.array("I", f.reply_sketch)) for f in sketched]
-        pairs = [len(a & b) / len(a | b) if a | b else 1.0 for a, b in combinations(sketches, 2)]
+        pairs = [similarity(a, b) for a, b in combinations(sketches, 2)]
         out[key] = TaskDiversity(
             distinct_answers=len({f.answer for f in samples if f.answer is not None}),
             similarity=sum(pairs) / len(pairs) if pairs else None,
@@ -169,17 +170,12 @@ def _diversity(
     values = [diversity[t] for t in tasks]
     similar = [v.similarity for v in values if v.similarity is not None]
     return (
-        _round(sum(v.distinct_answers for v in values) / len(values)),
-        _round(sum(similar) / len(similar)) if similar else None,
+        stable(sum(v.distinct_answers for v in values) / len(values)),
+        stable(sum(similar) / len(similar)) if similar else None,
         _share(sum(v.identical for v in values), len(values)),
         len(values),
     )
 
 
 def _share(part: int, whole: int) -> float | None:
-    return _round(part / whole) if whole else None
-
-
-def _round(value: float) -> float:
-    """12 significant decimals: stable JSON across platforms' last-bit float differences."""
-    return round(value, 12)
+    return stable(part / whole) if whole else None

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from frostgym.compare.facts import EpisodeFacts
-from frostgym.compare.stats import RatioColumn, bootstrap_deltas, percentile_interval
+from frostgym.compare.stats import RatioColumn, bootstrap_deltas, percentile_interval, stable
 from frostgym.compare.views import counted
 
 PUBLIC, PRIVATE = "test", "private"
@@ -83,9 +83,9 @@ def _gap(env_id: str, pairs: Sequence[tuple[EpisodeFacts, EpisodeFacts]]) -> Pri
     base_gap, cand_gap = base[0] - base[1], cand[0] - cand[1]
     return PrivateGap(
         env_id=env_id,
-        base_gap=round(base_gap, 12),
-        cand_gap=round(cand_gap, 12),
-        delta=round(cand_gap - base_gap, 12),
+        base_gap=stable(base_gap),
+        cand_gap=stable(cand_gap),
+        delta=stable(cand_gap - base_gap),
         ci_low=None if interval is None else interval.low,
         ci_high=None if interval is None else interval.high,
         test_tasks=int((sums[0, :, 1] > 0).sum()),

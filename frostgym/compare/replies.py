@@ -18,6 +18,7 @@ import itertools
 import re
 import zlib
 from collections.abc import Mapping, Sequence
+from collections.abc import Set as AbstractSet
 from typing import Any
 
 from frostgym.core.tags import outside_reasoning, tagged_blocks
@@ -52,20 +53,19 @@ def distinct_bigram_ratio(tokens: Sequence[str]) -> float | None:
 
 def sketch(tokens: Sequence[str]) -> tuple[int, ...]:
     """A bottom-k MinHash sketch of a reply's word bigrams (of its ``words``): the
-    ``SKETCH_SIZE`` smallest CRC-32s, sorted. Two sketches estimate the Jaccard similarity
-    of the bigram sets (``similarity``) in constant memory, so a 100k-episode card's
-    replies need not be held."""
+    ``SKETCH_SIZE`` smallest CRC-32s, sorted. Compared with ``similarity``, two sketches
+    stand in for the bigram sets in constant memory, so a 100k-episode card's replies need
+    not be held."""
     shingles = {f"{a} {b}" for a, b in itertools.pairwise(tokens)} or {" ".join(tokens)}
     return tuple(sorted({zlib.crc32(s.encode("utf-8")) for s in shingles})[:SKETCH_SIZE])
 
 
-def similarity(left: Sequence[int], right: Sequence[int]) -> float:
-    """Estimated Jaccard similarity of two replies from their sketches (1.0 for equal texts)."""
-    if not left and not right:
-        return 1.0
-    union = sorted(set(left) | set(right))[:SKETCH_SIZE]
-    both = set(left) & set(right)
-    return sum(1 for value in union if value in both) / len(union)
+def similarity(left: AbstractSet[int], right: AbstractSet[int]) -> float:
+    """The Jaccard similarity of two replies' sketches (as sets): exactly their bigram sets'
+    Jaccard when each reply has at most ``SKETCH_SIZE`` distinct bigrams, and a cheap
+    stand-in that still orders pairs from alike to unalike beyond that; 1.0 for equal texts."""
+    union = left | right
+    return len(left & right) / len(union) if union else 1.0
 
 
 def hacking_suspicion(grader: str, text: str, details: Mapping[str, Any], tool_calls: int) -> str | None:

@@ -61,7 +61,7 @@ class RatioColumn:
 def ratio(numerator: FloatArray, denominator: FloatArray) -> float | None:
     """``sum(numerator) / sum(denominator)``, or None when nothing is counted."""
     total = float(denominator.sum())
-    return float(numerator.sum()) / total if total > 0 else None
+    return stable(float(numerator.sum()) / total) if total > 0 else None
 
 
 def paired_bootstrap(
@@ -124,7 +124,7 @@ def percentile_interval(deltas: FloatArray, confidence: float = CONFIDENCE) -> I
         return None
     alpha = (1.0 - confidence) / 2.0
     low, high = np.percentile(defined, [100 * alpha, 100 * (1 - alpha)])
-    return Interval(_clean(float(low)), _clean(float(high)))
+    return Interval(stable(float(low)), stable(float(high)))
 
 
 def task_counts(rng: np.random.Generator, rows: int, tasks: int) -> FloatArray:
@@ -160,8 +160,9 @@ def _lgamma(values: FloatArray) -> FloatArray:
     return np.fromiter((math.lgamma(v) for v in values), dtype=np.float64, count=len(values))
 
 
-def _clean(value: float) -> float:
-    """Round away float noise (a delta of 1e-17 on identical cards is 0), so identical
-    inputs print identical, readable JSON."""
+def stable(value: float) -> float:
+    """``value`` to 12 decimals, and -0 as 0: float noise rounded away (a delta of 1e-17 on
+    identical cards is 0), so identical inputs print identical, readable JSON on any machine.
+    Every number a comparison reports goes through here."""
     rounded = round(value, 12)
     return 0.0 if rounded == 0 else rounded

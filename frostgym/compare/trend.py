@@ -20,6 +20,7 @@ from frostgym.cards.views import default_ks
 from frostgym.compare.diagnostics import DIAGNOSTIC_METRICS, diagnose
 from frostgym.compare.facts import EpisodeFacts
 from frostgym.compare.reading import read_card_facts
+from frostgym.compare.stats import ratio, stable
 from frostgym.compare.views import counted, per_task, task_matrix, view_names
 
 #: A move smaller than this (in reward points as a fraction) is not a rise or a fall.
@@ -78,8 +79,7 @@ def _row(card: str, facts: list[EpisodeFacts], held_out: Sequence[str]) -> Trend
     matrix = task_matrix(tasks, {"errors_as_failures": (table, table), "errors_excluded": ({}, {})}, names)
     views: dict[str, float | None] = {}
     for v, name in enumerate(names):
-        numerator, denominator = matrix[:, 0, v, 0].sum(), matrix[:, 0, v, 1].sum()
-        views[name] = round(float(numerator / denominator), 12) if denominator > 0 else None
+        views[name] = ratio(matrix[:, 0, v, 0], matrix[:, 0, v, 1])
     public = [f for f in facts if f.split != "private" and f.env_id not in held_out]
     diagnostics = diagnose(facts)
     return TrendRow(
@@ -96,7 +96,7 @@ def _row(card: str, facts: list[EpisodeFacts], held_out: Sequence[str]) -> Trend
 
 def _mean_reward(facts: list[EpisodeFacts]) -> float | None:
     scored = [f.reward for f in counted(facts, "errors_as_failures")]
-    return round(float(np.mean(scored)), 12) if scored else None
+    return stable(float(np.mean(scored))) if scored else None
 
 
 def _flags(before: TrendRow, now: TrendRow) -> tuple[str, ...]:

@@ -17,7 +17,7 @@ import numpy as np
 
 from frostgym.cards.views import RULE_NAMES, Rule, Sample, TaskValues, task_values
 from frostgym.compare.facts import EpisodeFacts
-from frostgym.compare.stats import FloatArray, RatioColumn, mcnemar_exact, paired_bootstrap, ratio
+from frostgym.compare.stats import FloatArray, RatioColumn, mcnemar_exact, paired_bootstrap, ratio, stable
 
 #: A slice with fewer tasks than this (with a value on both sides) is marked too small: a
 #: percentile bootstrap over so few clusters undercovers, so its interval is not a claim.
@@ -144,9 +144,9 @@ def slice_deltas(
     intervals = paired_bootstrap(columns, seed_parts) if len(rows) else [None] * len(columns)
     out: list[ViewDelta] = []
     for (rule, view), column, interval in zip(order, columns, intervals, strict=True):
-        base_value = _rounded(ratio(column.base_numerator, column.base_denominator))
-        cand_value = _rounded(ratio(column.cand_numerator, column.cand_denominator))
-        delta = None if base_value is None or cand_value is None else _clean(cand_value - base_value)
+        base_value = ratio(column.base_numerator, column.base_denominator)
+        cand_value = ratio(column.cand_numerator, column.cand_denominator)
+        delta = None if base_value is None or cand_value is None else stable(cand_value - base_value)
         n_tasks = int(((column.base_denominator > 0) & (column.cand_denominator > 0)).sum())
         out.append(
             ViewDelta(
@@ -187,12 +187,3 @@ def discordant_by_task(
                     cell[0 if b.passed else 1] += 1
         out[rule] = {task: (cell[0], cell[1]) for task, cell in counts.items()}
     return out
-
-
-def _rounded(value: float | None) -> float | None:
-    return None if value is None else round(value, 12)
-
-
-def _clean(value: float) -> float:
-    rounded = round(value, 12)
-    return 0.0 if rounded == 0 else rounded
