@@ -29,6 +29,7 @@ import os
 import select
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
@@ -260,10 +261,12 @@ class ReadBack:
         return reply
 
     def stop(self) -> None:
-        """End the process (it only reads: nothing of it is lost) and close its pipes."""
+        """End the process (it only reads: nothing of it is lost) and close its pipes. It
+        is reaped by a thread: freeing a run's worth of its memory takes the kernel some
+        milliseconds that close need not wait for."""
         if self._process.poll() is None:
             self._process.kill()
-        self._process.wait()
+            threading.Thread(target=self._process.wait, name="frostgym-readback-reap", daemon=True).start()
         for pipe in (self._process.stdin, self._process.stdout):
             if pipe is not None:
                 pipe.close()
