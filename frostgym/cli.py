@@ -19,6 +19,7 @@ from frostgym.core.errors import FrostgymError
 from frostgym.core.splits import PUBLIC_SPLITS, parse_splits
 from frostgym.core.tasks import TaskSource
 from frostgym.envs.registry import EnvEntry
+from frostgym.envs.specs import EnvSpec, env_options, parse_env_specs
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Frozen, seeded Gymnasium envs for LLM agents.")
 console = Console()
@@ -59,6 +60,10 @@ def _json_object(text: str, option: str) -> dict[str, Any]:
     return value
 
 
+ENV_HELP = (
+    "Env id, or several separated by commas, each with its own arguments in brackets if any: "
+    "'frostgym/Arithmetic-v0[level=1],frostgym/SQL-v0[level=2,max_turns=3]' (values are JSON scalars, else strings)."
+)
 TASK_CONFIG_HELP = (
     "The task generator's config as a JSON object, e.g. '{\"max_operand\": 9}' for Arithmetic-v0; "
     "unknown keys are refused. Its tasks get tagged ids; envs without a config refuse the option."
@@ -93,7 +98,7 @@ def list_envs(as_json: Annotated[bool, typer.Option("--json", help="Print JSON i
 
 @app.command("eval")
 def eval_cmd(
-    env: Annotated[str, typer.Option(help="Env id, or several separated by commas.")],
+    env: Annotated[str, typer.Option(help=ENV_HELP)],
     out: Annotated[Path, typer.Option(help="Card directory to create (or to finish, with --resume).")],
     agent: Annotated[
         str, typer.Option(help="oracle | random | smollm2 | hf:PATH | openai:BASE_URL#MODEL | replay:DIR")
@@ -146,7 +151,6 @@ def eval_cmd(
     from frostgym.envs.registry import entry
     from frostgym.runner import RunOptions
 
-    env_ids = [e.strip() for e in env.split(",") if e.strip()]
     if all_tasks and episodes is not None:
         raise typer.BadParameter("pass --episodes N or --all, not both")
     if backend not in ("local", "ray"):
@@ -158,6 +162,8 @@ def eval_cmd(
 
         hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # the CLI prints its own progress
     try:
+        specs = parse_env_specs(env)
+        env_ids = [spec.env_id for spec in specs]
         for env_id in env_ids:
             entry(env_id)
         ks = [int(x) for x in k.split(",") if x.strip()]
@@ -167,6 +173,7 @@ def eval_cmd(
         options = RunOptions(
             split=",".join(parse_splits(split)),
             env_kwargs=env_kwargs,
+            env_options=env_options(specs),
             batch_size=batch_size,
             workers=workers,
             retries=retries,
@@ -327,6 +334,17 @@ def schema_cmd(
     typer.echo(json.dumps(SCHEMAS[which], indent=1))
 
 
+def _one_env_spec(text: str) -> EnvSpec:
+    """The one env spec of ``text`` (``ID`` or ``ID[key=value,...]``), for commands that take one."""
+    try:
+        specs = parse_env_specs(text)
+    except ValueError as error:
+        raise typer.BadParameter(str(error)) from error
+    if len(specs) != 1:
+        raise typer.BadParameter(f"--env takes one env here, got {len(specs)}")
+    return specs[0]
+
+
 @app.command("lock")
 def lock_cmd(
     write: Annotated[bool, typer.Option(help="Rewrite the lock files instead of checking them.")] = False,
@@ -345,13 +363,18 @@ def lock_cmd(
 
     if task_config is not None and env is None:
         raise typer.BadParameter("--task-config needs --env")
-    made = [(env, _make(env))] if env is not None else [(e.id, made) for e, made in _envs()]
+    spec = _one_env_spec(env) if env is not None else None
+    made = [(spec.env_id, _make(spec.env_id, **spec.kwargs))] if spec is not None else [(e.id, m) for e, m in _envs()]
     # lock file -> (family, id prefix) -> source
     targets: dict[Path, dict[tuple[str, str], TaskSource]] = {}
     for env_id, instance in made:
         sources = targets.setdefault(instance.lock_file, {})
         if task_config is not None:
-            configured = _make(env_id, task_config=_json_object(task_config, "--task-config")).source
+            kwargs = {
+                **(spec.kwargs if spec is not None else {}),
+                "task_config": _json_object(task_config, "--task-config"),
+            }
+            configured = _make(env_id, **kwargs).source
             sources[(instance.family, configured.id_prefix)] = configured
             continue
         sources[(instance.family, instance.source.id_prefix)] = instance.source

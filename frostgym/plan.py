@@ -21,6 +21,7 @@ from frostgym.core.seeding import SeedPart, derive_generator, derive_seed
 from frostgym.core.splits import Split, parse_splits
 from frostgym.core.tasks import Task
 from frostgym.envs.registry import make_env
+from frostgym.envs.specs import env_kwargs_for
 
 #: How seeds are derived, written into every card next to the seeds themselves.
 SEEDING = {
@@ -100,10 +101,12 @@ def make_plan(
     samples: int,
     seed: int,
     env_kwargs: Mapping[str, Any] | None = None,
+    env_options: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> list[PlannedEpisode]:
     """Every (env, task, sample, seed) of a run, in the order it will be started. ``split``
     may name several splits separated by commas: each env then plays ``episodes`` tasks of
-    each, in the order given."""
+    each, in the order given. Each env is made with ``env_kwargs`` and then its own
+    ``env_options`` (``RunOptions``)."""
     if samples < 1 or (episodes is not None and episodes < 1):
         raise ValueError("episodes and samples must be >= 1")
     if seed < 0:
@@ -112,7 +115,7 @@ def make_plan(
         raise ValueError(f"env ids repeat: {list(env_ids)}")
     plan: list[PlannedEpisode] = []
     for env_id in env_ids:
-        env = make_env(env_id, split, env_kwargs or {})
+        env = make_env(env_id, split, env_kwargs_for(env_id, env_kwargs or {}, env_options or {}))
         try:
             tasks = [task for one in parse_splits(split) for task in choose_tasks(env, env_id, one, episodes, seed)]
         finally:

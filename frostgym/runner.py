@@ -38,6 +38,7 @@ from frostgym.core.messages import Action, Observation, copy_messages
 from frostgym.core.seeding import derive_seed
 from frostgym.core.splits import Split
 from frostgym.envs.registry import make_env
+from frostgym.envs.specs import env_kwargs_for
 from frostgym.plan import PlannedEpisode, make_plan
 
 Outcome = EpisodeRecord | DropRecord
@@ -118,7 +119,9 @@ class RunOptions:
     gives the same records with any batch size, worker count or backend.
 
     ``split`` and ``env_kwargs`` are what every env is made with (``split`` may name several,
-    comma-separated: envs are made on the first, and each episode plays its planned task); ``batch_size`` the
+    comma-separated: envs are made on the first, and each episode plays its planned task);
+    ``env_options`` maps an env id to arguments of its own, on top (a level, say: from
+    ``--env 'ID[level=1]'``); ``batch_size`` the
     episodes in flight, so the requests in one agent call; ``workers`` the threads stepping
     envs in parallel (sandboxed code, tool I/O); ``retries`` the extra attempts, from reset,
     of an episode whose drop class is ``RETRYABLE``; ``max_drops`` how many episodes may
@@ -128,6 +131,7 @@ class RunOptions:
 
     split: Split | str = "dev"
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
+    env_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     batch_size: int = 64  # episodes in flight, and so requests per agent call
     workers: int = 1  # threads stepping envs in parallel (sandboxed code, tool I/O)
     retries: int = 1  # extra attempts from reset for retryable drop classes
@@ -136,6 +140,10 @@ class RunOptions:
     def __post_init__(self) -> None:
         if self.batch_size < 1 or self.workers < 1 or self.retries < 0:
             raise ValueError(f"invalid run options: {self}")
+
+    def kwargs_for(self, env_id: str) -> dict[str, Any]:
+        """The keyword arguments ``env_id`` is made with (``env_kwargs``, then its own)."""
+        return env_kwargs_for(env_id, self.env_kwargs, self.env_options)
 
 
 @dataclass(frozen=True)
@@ -269,7 +277,9 @@ class _Run:
         try:
             free = self.free_envs.setdefault(planned.env_id, [])
             env = (
-                free.pop() if free else self.envs.make_env(planned.env_id, self.options.split, self.options.env_kwargs)
+                free.pop()
+                if free
+                else self.envs.make_env(planned.env_id, self.options.split, self.options.kwargs_for(planned.env_id))
             )
         except Exception as error:
             self.fail(attempt, failure_of(error, "env", "infra_error"), None, queue)
@@ -449,7 +459,13 @@ def evaluate(
     ``run_plan`` lets through."""
     options = options or RunOptions()
     plan = make_plan(
-        env_ids, split=options.split, episodes=episodes, samples=samples, seed=seed, env_kwargs=options.env_kwargs
+        env_ids,
+        split=options.split,
+        episodes=episodes,
+        samples=samples,
+        seed=seed,
+        env_kwargs=options.env_kwargs,
+        env_options=options.env_options,
     )
     sink = MemorySink()
     run_plan(plan, agent, sink, options, envs=envs)

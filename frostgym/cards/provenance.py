@@ -8,7 +8,7 @@ import platform
 import socket
 import subprocess
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
 from typing import Any
@@ -71,13 +71,14 @@ def host_info() -> dict[str, Any]:
 
 
 def describe_envs(
-    env_ids: Sequence[str], split: Split | str, env_kwargs: Mapping[str, Any]
+    env_ids: Sequence[str], split: Split | str, kwargs_for: Callable[[str], Mapping[str, Any]]
 ) -> tuple[dict[str, Any], tuple[str, ...]]:
-    """Each env's version and fixture hash, and every distribution the envs declare."""
+    """Each env's version and fixture hash, and every distribution the envs declare; each
+    env is made with ``kwargs_for(env_id)`` (``RunOptions.kwargs_for``)."""
     out: dict[str, Any] = {}
     distributions: set[str] = set()
     for env_id in env_ids:
-        env = make_env(env_id, split, env_kwargs)
+        env = make_env(env_id, split, kwargs_for(env_id))
         try:
             distributions.update(env.distributions)
             out[env_id] = {

@@ -17,7 +17,7 @@ import orjson
 
 from frostgym.agents.replay import ReplayAgent
 from frostgym.cards.card import load_card
-from frostgym.cards.run import execution_config, run_to_card
+from frostgym.cards.run import execution_config, run_options, run_to_card
 from frostgym.cards.store import CardCorruptError, dumps_line, write_json_atomic
 from frostgym.core.env import FrozenEnv
 from frostgym.core.episode import EPISODE_INFO_KEYS, EpisodeRecord, ObservationDelta, split_step_info
@@ -131,6 +131,7 @@ def replay_card(directory: Path) -> ReplayReport:
     else:
         integrity = None
     identity = card["config"]["identity"]
+    made_with = run_options(identity)
     envs: dict[str, FrozenEnv] = {}
     results = []
     try:
@@ -140,7 +141,7 @@ def replay_card(directory: Path) -> ReplayReport:
                 results.append(EpisodeReplay(episode.plan_id, env_id, len(episode.steps), None, reason))
                 continue
             if env_id not in envs:
-                envs[env_id] = make_env(env_id, identity["split"], identity["env_kwargs"])
+                envs[env_id] = make_env(env_id, identity["split"], made_with.kwargs_for(env_id))
             try:
                 divergence = replay_episode(envs[env_id], episode)
             except Exception as error:  # a reset that raises is a divergence too
@@ -174,12 +175,10 @@ def regrade_card(source: Path, out: Path, options: RunOptions | None = None) -> 
     card, episodes, drops = load_card(source)
     identity = card["config"]["identity"]
     options = options or RunOptions()
-    options = RunOptions(
-        split=identity["split"],
-        env_kwargs=identity["env_kwargs"],
-        batch_size=options.batch_size,
-        workers=options.workers,
-        retries=0,  # a replay is deterministic: a second attempt would fail the same way
+    options = run_options(
+        identity,
+        # a replay is deterministic: a second attempt would fail the same way
+        {"batch_size": options.batch_size, "workers": options.workers, "retries": 0},
     )
     config = {
         **card["config"],

@@ -29,21 +29,36 @@ def card_config(
     envs, split, episodes, samples, seed, env kwargs, the agent spec and its sampling);
     ``execution``, what may change between sessions without changing any episode
     (``execution_config``); and ``ks``, the k of every pass@k-style view (``default_ks``
-    of ``samples``, plus ``ks``). Raises ``ValueError`` for ``samples`` below 1."""
+    of ``samples``, plus ``ks``). Raises ``ValueError`` for ``samples`` below 1.
+
+    ``env_options`` (each env's own arguments) is in the identity only when there are some,
+    so a card made without them reads and resumes as cards did before they existed."""
+    identity: dict[str, Any] = {
+        "env_ids": list(env_ids),
+        "split": options.split,
+        "episodes": episodes,
+        "samples": samples,
+        "seed": seed,
+        "env_kwargs": dict(options.env_kwargs),
+    }
+    if options.env_options:
+        identity["env_options"] = {env_id: dict(kwargs) for env_id, kwargs in options.env_options.items()}
     return {
-        "identity": {
-            "env_ids": list(env_ids),
-            "split": options.split,
-            "episodes": episodes,
-            "samples": samples,
-            "seed": seed,
-            "env_kwargs": dict(options.env_kwargs),
-            "agent": agent_spec,
-            "sampling": dict(sampling),
-        },
+        "identity": {**identity, "agent": agent_spec, "sampling": dict(sampling)},
         "execution": execution_config(options),
         "ks": sorted(set(default_ks(samples)) | set(ks)),
     }
+
+
+def run_options(identity: Mapping[str, Any], execution: Mapping[str, Any] | None = None) -> RunOptions:
+    """The ``RunOptions`` a card's ``identity`` (and ``execution``, else the defaults) says
+    its envs are made with: the one reading of ``env_kwargs`` and ``env_options``."""
+    return RunOptions(
+        split=identity["split"],
+        env_kwargs=identity["env_kwargs"],
+        env_options=identity.get("env_options", {}),
+        **(dict(execution) if execution is not None else {}),
+    )
 
 
 def execution_config(options: RunOptions) -> dict[str, Any]:
@@ -93,11 +108,14 @@ def run_to_card(
             samples=identity["samples"],
             seed=identity["seed"],
             env_kwargs=identity["env_kwargs"],
+            env_options=identity.get("env_options", {}),
         )
     if resume:
         writer = CardWriter.resume(out, config=config, plan=plan)
     else:
-        envs_info, distributions = describe_envs(identity["env_ids"], identity["split"], identity["env_kwargs"])
+        envs_info, distributions = describe_envs(
+            identity["env_ids"], identity["split"], run_options(identity).kwargs_for
+        )
         provenance = {
             "agent": agent.describe(),
             "envs": envs_info,

@@ -444,6 +444,11 @@ def _config() -> Schema:
             "samples": integer(1),
             "seed": integer(0),
             "env_kwargs": open_object("keyword arguments passed to every env"),
+            "env_options": {
+                "type": "object",
+                "description": "each env's own keyword arguments (--env 'ID[level=1]'), on top of env_kwargs",
+                "additionalProperties": open_object("keyword arguments of this env"),
+            },
             "agent": string(minLength=1, description="the agent spec, e.g. oracle, hf:PATH, replay:DIR"),
             "sampling": open_object(
                 "sampling parameters (frostgym.agents.sampling.SamplingParams)",
@@ -455,6 +460,7 @@ def _config() -> Schema:
                 logprobs=boolean(),
             ),
         },
+        optional=("env_options",),
         description="what defines the run: a resume must match it",
     )
     execution = record(
