@@ -1,12 +1,26 @@
-"""GRPO on frostgym/Math-v0 with TRL, with a rollout card before and after training.
+"""GRPO on a frostgym math env with TRL, with a rollout card before and after training.
 
-    python examples/grpo_math.py --tiny --steps 3 --out runs/grpo-tiny     # random 2-layer Llama, CPU, ~1 min
-    python examples/grpo_math.py --steps 20 --out runs/grpo-smollm2         # SmolLM2-135M-Instruct
-    python examples/grpo_math.py --steps 20 --out runs/grpo-control --random-reward-control
+    python examples/grpo_math.py --tiny --steps 3 --out runs/grpo-tiny     # random 1-layer Llama, CPU, ~1 min
+    python examples/grpo_math.py --env 'frostgym/Arithmetic-v0[level=1]' --steps 60 --out runs/grpo-smollm2
+    python examples/grpo_math.py --env 'frostgym/Arithmetic-v0[level=1]' --steps 60 --out runs/grpo-control \
+        --random-reward-control
+    python examples/grpo_math.py --env frostgym/Arithmetic-v0 --curriculum 1,2,3 --steps 60 --out runs/grpo-curriculum
+
+``--env`` takes the same spelling as ``frostgym eval`` (a level in brackets). The cards
+(``before/``, ``after/``) are greedy runs on the dev split of that env, the same plan both
+times, so ``frostgym compare OUT/before OUT/after`` pairs them task by task.
 
 ``--random-reward-control`` trains on Bernoulli(p) rewards, p = the "before" card's pass@1,
 drawn from a seeded generator: the control for gains that come from the training itself
 rather than from the verifier (the real frostgym rewards are still logged, at weight 0).
+
+``--curriculum LEVELS`` draws the training prompts from ``frostgym.curriculum`` instead of
+one level: it starts at the first level given and moves to keep the running pass rate in
+30-70%; the level of every step is logged.
+
+Each step's mean reward, reward standard deviation, share of groups with no reward variance
+and mean completion length go to ``OUT/steps.jsonl``; ``OUT/summary.json`` holds pass@1
+before and after and the trainer's whole log.
 """
 
 from __future__ import annotations
@@ -26,10 +40,19 @@ from frostgym.agents.sampling import SamplingParams
 from frostgym.agents.smollm2 import ensure_converted, tiny_random_model
 from frostgym.cards.run import card_config, run_to_card
 from frostgym.core.seeding import derive_generator
-from frostgym.integrations.trl import RewardFunc, env_dataset, reward_functions, reward_weights
+from frostgym.curriculum import CurriculumConfig, CurriculumSampler
+from frostgym.envs.specs import EnvSpec, parse_env_specs
+from frostgym.integrations.trl import (
+    RewardFunc,
+    curriculum_dataset,
+    env_dataset,
+    reward_functions,
+    reward_weights,
+)
 from frostgym.runner import RunOptions
 
-ENV_ID = "frostgym/Math-v0"
+#: What each step's log line keeps (TRL's names).
+STEP_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "completions/mean_length", "loss", "learning_rate")
 
 
 def load_model(tiny: bool, seed: int) -> tuple[Any, Any]:
@@ -41,13 +64,17 @@ def load_model(tiny: bool, seed: int) -> tuple[Any, Any]:
     return AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32), tokenizer
 
 
-def rollout_card(model: Any, tokenizer: Any, out: Path, *, episodes: int, seed: int, max_new_tokens: int) -> float:
-    """Greedy eval on the dev split into a card at ``out``; returns pass@1."""
+def rollout_card(
+    model: Any, tokenizer: Any, spec: EnvSpec, out: Path, *, episodes: int, seed: int, max_new_tokens: int
+) -> float:
+    """Greedy eval on the dev split of ``spec`` into a card at ``out``; returns pass@1."""
     sampling = SamplingParams(max_new_tokens=max_new_tokens, seed=seed)
     agent = HFAgent(model, tokenizer, sampling=sampling, batch_size=16, model_id=str(out))
-    options = RunOptions(split="dev", batch_size=16)
+    options = RunOptions(
+        split="dev", batch_size=16, env_options={spec.env_id: dict(spec.kwargs)} if spec.kwargs else {}
+    )
     config = card_config(
-        env_ids=[ENV_ID],
+        env_ids=[spec.env_id],
         agent_spec=f"hf:{out.name}",
         sampling=sampling.to_dict(),
         episodes=episodes,
@@ -72,33 +99,54 @@ def random_reward(p: float, seed: int) -> RewardFunc:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--env", default="frostgym/Math-v0", help="one env spec, e.g. 'frostgym/Arithmetic-v0[level=1]'"
+    )
     parser.add_argument("--tiny", action="store_true", help="random tiny Llama on CPU (smoke run)")
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--out", type=Path, default=Path("runs/grpo-math"))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--eval-episodes", type=int, default=None, help="dev tasks per card (default 8 tiny, 50)")
+    parser.add_argument("--max-new-tokens", type=int, default=None, help="per completion (default 32 tiny, 256)")
+    parser.add_argument("--batch", type=int, default=None, help="completions per step (default 4 tiny, 8)")
+    parser.add_argument("--generations", type=int, default=4, help="completions per prompt (a GRPO group)")
+    parser.add_argument("--learning-rate", type=float, default=None, help="default 1e-4 tiny, 1e-5")
     parser.add_argument("--random-reward-control", action="store_true")
+    parser.add_argument("--curriculum", default=None, help="levels to move between, easiest first: '1,2,3'")
     args = parser.parse_args()
 
-    max_new_tokens = 32 if args.tiny else 256
+    (spec,) = parse_env_specs(args.env)
+    max_new_tokens = args.max_new_tokens or (32 if args.tiny else 256)
     episodes = args.eval_episodes or (8 if args.tiny else 50)
     model, tokenizer = load_model(args.tiny, args.seed)
     before = rollout_card(
-        model, tokenizer, args.out / "before", episodes=episodes, seed=args.seed, max_new_tokens=max_new_tokens
+        model, tokenizer, spec, args.out / "before", episodes=episodes, seed=args.seed, max_new_tokens=max_new_tokens
     )
 
-    funcs: list[Any] = reward_functions(ENV_ID)
+    batch = args.batch or (4 if args.tiny else 8)
+    sampler = None
+    if args.curriculum:
+        levels = tuple(int(x) for x in args.curriculum.split(","))
+        kwargs = {k: v for k, v in spec.kwargs.items() if k != "level"}
+        sampler = CurriculumSampler(
+            spec.env_id, CurriculumConfig(levels, levels[0], window=4 * batch), seed=args.seed, env_kwargs=kwargs
+        )
+        funcs: list[Any] = reward_functions(spec.env_id, curriculum=sampler)
+        data = curriculum_dataset(sampler, batch=max(1, batch // args.generations))
+    else:
+        funcs = reward_functions(spec.env_id, **spec.kwargs)
+        data = env_dataset(spec.env_id, split="train", n=batch * args.steps, seed=args.seed, **spec.kwargs)
     weights = reward_weights(funcs)
     if args.random_reward_control:
         funcs, weights = [random_reward(before, args.seed), *funcs], [1.0] + [0.0] * len(funcs)
-    batch = 4 if args.tiny else 8
     config = GRPOConfig(
         output_dir=str(args.out / "trainer"),
         max_steps=args.steps,
         per_device_train_batch_size=batch,
-        num_generations=4,
+        num_generations=args.generations,
         max_completion_length=max_new_tokens,
-        learning_rate=1e-5 if not args.tiny else 1e-4,
+        learning_rate=args.learning_rate or (1e-4 if args.tiny else 1e-5),
+        shuffle_dataset=sampler is None,  # a curriculum's stream is already in the order it chose
         temperature=1.0,
         reward_weights=weights,
         logging_steps=1,
@@ -108,17 +156,35 @@ def main() -> None:
         use_cpu=not torch.cuda.is_available(),
         bf16=False,
     )
-    data = env_dataset(ENV_ID, split="train", n=batch * args.steps, seed=args.seed)
     trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=config, train_dataset=data, processing_class=tokenizer)
     trainer.train()
 
+    steps: list[dict[str, Any]] = [
+        {"step": entry["step"], **{key: entry[key] for key in STEP_KEYS if key in entry}}
+        for entry in trainer.state.log_history
+        if "reward" in entry
+    ]
+    if sampler is not None:  # the levels each step trained on (one reward call per step)
+        for step, levels in zip(steps, sampler.batches, strict=False):
+            step["levels"] = list(levels)
+    with (args.out / "steps.jsonl").open("w") as f:
+        f.writelines(json.dumps(step) + "\n" for step in steps)
+
     after = rollout_card(
-        trainer.model, tokenizer, args.out / "after", episodes=episodes, seed=args.seed, max_new_tokens=max_new_tokens
+        trainer.model,
+        tokenizer,
+        spec,
+        args.out / "after",
+        episodes=episodes,
+        seed=args.seed,
+        max_new_tokens=max_new_tokens,
     )
     summary = {
+        "env": str(spec),
         "pass@1_before": before,
         "pass@1_after": after,
         "random_reward_control": args.random_reward_control,
+        "curriculum": None if sampler is None else sampler.curriculum.log_records(),
         "steps": args.steps,
         "log_history": trainer.state.log_history,
     }

@@ -18,6 +18,7 @@ Checked against ``scipy.stats.bootstrap`` and ``scipy.stats.binomtest`` in
 from __future__ import annotations
 
 import math
+import statistics
 from dataclasses import dataclass
 
 import numpy as np
@@ -166,3 +167,21 @@ def stable(value: float) -> float:
     Every number a comparison reports goes through here."""
     rounded = round(value, 12)
     return 0.0 if rounded == 0 else rounded
+
+
+def wilson_interval(successes: int, trials: int, confidence: float = CONFIDENCE) -> Interval | None:
+    """The Wilson score interval for a pass rate of ``successes`` in ``trials`` independent
+    episodes (one per task: a probe), or None for no trials. Unlike the normal
+    approximation it stays inside [0, 1] and is not degenerate at 0 or ``trials`` passes,
+    which a probe of a too-hard or too-easy level often gives. Raises ``ValueError`` for
+    counts that are not 0 <= successes <= trials."""
+    if not 0 <= successes <= trials:
+        raise ValueError(f"need 0 <= successes <= trials, got {successes} of {trials}")
+    if trials == 0:
+        return None
+    z = statistics.NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    p = successes / trials
+    scale = 1.0 + z * z / trials
+    center = (p + z * z / (2 * trials)) / scale
+    half = z * math.sqrt(p * (1.0 - p) / trials + z * z / (4 * trials * trials)) / scale
+    return Interval(stable(max(0.0, center - half)), stable(min(1.0, center + half)))

@@ -41,6 +41,7 @@ from typing import Any, cast
 from frostgym.core.env import FrozenEnv
 from frostgym.core.errors import FrostgymError
 from frostgym.core.splits import Split
+from frostgym.curriculum import CurriculumSampler
 from frostgym.envs.registry import make_env
 from frostgym.plan import make_plan
 
@@ -168,14 +169,17 @@ class _Grader:
         self.env_kwargs = dict(env_kwargs)
         self.local = threading.local()
 
-    def _env(self, split: Split) -> FrozenEnv:
-        envs: dict[str, FrozenEnv] = self.local.__dict__.setdefault("envs", {})
-        if split not in envs:
-            envs[split] = make_env(self.env_id, split, self.env_kwargs)
-        return envs[split]
+    def _env(self, split: Split, level: int | None) -> FrozenEnv:
+        envs: dict[tuple[str, int | None], FrozenEnv] = self.local.__dict__.setdefault("envs", {})
+        if (split, level) not in envs:
+            kwargs = self.env_kwargs if level is None else {**self.env_kwargs, "level": level}
+            envs[(split, level)] = make_env(self.env_id, split, kwargs)
+        return envs[(split, level)]
 
-    def grade(self, task_id: str, episode_seed: int, split: Split, text: str) -> dict[str, Any]:
-        env = self._env(split)
+    def grade(
+        self, task_id: str, episode_seed: int, split: Split, text: str, level: int | None = None
+    ) -> dict[str, Any]:
+        env = self._env(split, level)
         env.reset(seed=int(episode_seed), options={"task_id": task_id, "split": split})
         _, _, _, _, info = env.step(text)
         if "grade" not in info:
@@ -198,14 +202,15 @@ class _Grader:
             if "task_id" not in kwargs or "episode_seed" not in kwargs:
                 raise ValueError("the dataset needs task_id and episode_seed columns: build it with env_dataset()")
             splits = kwargs.get("split") or ["train"] * len(texts)
+            levels = kwargs.get("level") or [None] * len(texts)  # a curriculum's rows name their level
             memo: dict[tuple[str, int, str, str], dict[str, Any]] = {}
             grades = []
-            for task_id, seed, split, text in zip(
-                kwargs["task_id"], kwargs["episode_seed"], splits, texts, strict=True
+            for task_id, seed, split, level, text in zip(
+                kwargs["task_id"], kwargs["episode_seed"], splits, levels, texts, strict=True
             ):
                 key = (task_id, int(seed), split, text)
                 if key not in memo:
-                    memo[key] = self.grade(task_id, int(seed), split, text)
+                    memo[key] = self.grade(task_id, int(seed), split, text, None if level is None else int(level))
                 grades.append(memo[key])
         self.local.completions, self.local.grades = completions, grades
         return grades
@@ -228,13 +233,22 @@ def _probe_components(env_id: str, env_kwargs: Mapping[str, Any]) -> list[str]:
     raise FrostgymError(f"could not read the grade components of {env_id}")
 
 
-def reward_functions(env_id: str, **env_kwargs: Any) -> list[RewardFunc]:
+def reward_functions(
+    env_id: str, *, curriculum: CurriculumSampler | None = None, **env_kwargs: Any
+) -> list[RewardFunc]:
     """One reward function per weighted grade component, then ``frostgym_score`` (the reward).
 
     Each takes TRL's ``prompts``/``completions`` plus the dataset columns and returns one
-    float per completion. Rows need ``task_id`` and ``episode_seed`` (see ``env_dataset``).
+    float per completion. Rows need ``task_id`` and ``episode_seed`` (see ``env_dataset``),
+    and ``level`` when they come from ``curriculum_dataset``: pass its ``curriculum`` too,
+    and ``frostgym_score`` records each completion's pass (score 1) at its row's level.
     """
-    probe = make_env(env_id, "test", env_kwargs)
+    if curriculum is not None:
+        env_kwargs = {**curriculum.env_kwargs, **env_kwargs}
+        probe_kwargs = {**env_kwargs, "level": curriculum.curriculum.level}
+    else:
+        probe_kwargs = env_kwargs
+    probe = make_env(env_id, "test", probe_kwargs)
     max_turns = probe.max_turns
     probe.close()
     if max_turns > 1 and env_id not in TOOL_ENVS:
@@ -247,7 +261,8 @@ def reward_functions(env_id: str, **env_kwargs: Any) -> list[RewardFunc]:
     def make(component: str | None) -> RewardFunc:
         def reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
             out: list[float | None] = []
-            for grade in grader.batch(completions, kwargs):
+            grades = grader.batch(completions, kwargs)
+            for grade in grades:
                 if grade is None:
                     out.append(0.0)
                 elif component is None:
@@ -255,13 +270,40 @@ def reward_functions(env_id: str, **env_kwargs: Any) -> list[RewardFunc]:
                 else:
                     value = grade["components"].get(component)
                     out.append(None if value is None else float(value))
+            if component is None and curriculum is not None:
+                curriculum.record_batch(kwargs.get("level") or [None] * len(out), [score == 1.0 for score in out])
             return out
 
         reward.__name__ = f"{PREFIX}{component or 'score'}"
         reward.__qualname__ = reward.__name__
         return reward
 
-    return [make(name) for name in _probe_components(env_id, env_kwargs)] + [make(None)]
+    return [make(name) for name in _probe_components(env_id, probe_kwargs)] + [make(None)]
+
+
+def curriculum_dataset(sampler: CurriculumSampler, *, batch: int = 8) -> Any:
+    """An endless ``datasets.IterableDataset`` of prompts drawn ``batch`` tasks at a time at
+    the curriculum's current level: columns ``prompt``, ``task_id``, ``episode_seed``,
+    ``split`` and ``level``. Give TRL ``max_steps`` (the stream has no end) and
+    ``shuffle_dataset=False``, and pass the same sampler to ``reward_functions(...,
+    curriculum=sampler)`` so each batch's rewards move the curriculum. The loader reads
+    ahead, so a move shows a batch or two later; the tasks are still a function of the
+    seed and the rewards so far (``frostgym.curriculum``)."""
+    from datasets import IterableDataset  # type: ignore[import-untyped,unused-ignore]
+
+    def rows() -> Any:
+        while True:
+            for task in sampler.next(batch):
+                observation, _ = sampler.env(task.level).reset(seed=task.seed, options={"task_id": task.task_id})
+                yield {
+                    "prompt": [{"role": m["role"], "content": m["content"]} for m in observation],
+                    "task_id": task.task_id,
+                    "episode_seed": task.seed,
+                    "split": sampler.split,
+                    "level": task.level,
+                }
+
+    return IterableDataset.from_generator(rows)
 
 
 def reward_weights(funcs: Sequence[RewardFunc]) -> list[float]:
