@@ -17,7 +17,7 @@ def test_config_refuses_what_cannot_be_a_curriculum() -> None:
         {"levels": (1, 2), "start": 1, "band": (-0.1, 0.5)},
         {"levels": (1, 2), "start": 1, "window": 0},
     ):
-        with pytest.raises(ValueError):
+        with pytest.raises(ValueError, match=r"levels|start|band|window"):
             CurriculumConfig(**bad)  # type: ignore[arg-type]
 
 

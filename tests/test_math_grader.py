@@ -14,6 +14,7 @@ from frostgym.core.errors import GraderError
 from frostgym.core.grade import Grade, GraderSpec, call_grader
 from frostgym.graders import code_tests, math_answer, sql_execution, tool_ast, tool_http, tool_state
 from frostgym.graders.adversarial import run_suite
+from frostgym.graders.equations import Chain, read_chain
 from frostgym.graders.extraction import extract_answers
 from frostgym.graders.math_answer import GRADER, MathGraderConfig, grade_math
 from frostgym.graders.numbers import NotANumber, ParsedNumber, parse_number
@@ -68,6 +69,92 @@ def test_extraction_ignores_reasoning_and_reads_every_statement() -> None:
     assert extract_answers("<think>x</think><answer>18</answer>").format_score == 1.0
     assert extract_answers("<answer>18</answer><think>x</think>").format_score == 0.5
     assert extract_answers("text <answer>18").candidates == ()
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "holds"),
+    [
+        ("5 + 2 = 7", Fraction(7), True),
+        ("the final answer is 120 - 39 = 81", Fraction(81), True),
+        ("4 + 5 = 10", Fraction(10), False),  # a false chain states its last value
+        ("So, 5 + 2 = 7.", Fraction(7), True),
+        ("Jack has 9 - 7 = 2 balls left.", Fraction(2), True),
+        ("4 boxes * 6 cookies = 24 cookies", Fraction(24), True),
+        ("3 * 4 = 12 + 6 = 18", Fraction(18), False),
+        ("2 x 8 = 16", Fraction(16), True),
+        ("(2 + 3) \\times 4 \\div 2 = 10", Fraction(10), True),
+        ("$\\frac{1}{2} + \\frac{1}{4} = \\frac{3}{4}$", Fraction(3, 4), True),
+        ("1,000 + 2,000 = 3,000", Fraction(3000), True),
+        ("9 \u2212 7 = 2", Fraction(2), True),
+        ("12 + 6 is 18", Fraction(18), True),
+        ("x = 5 + 2 = 7", Fraction(7), True),
+    ],
+)
+def test_an_equation_chain_states_its_last_value(text: str, value: Fraction, holds: bool) -> None:
+    assert read_chain(text) == Chain(value, holds)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "12 + 6",  # no equation: a sum to compute, not a value
+        "12 + 6 = 6 + 12",  # ends in a computation
+        "19 = 12 + 6",
+        "x + 2 = 9",  # a variable
+        "2x = 18",
+        "18 / 0 = 18",
+        "12 + 6 = 18 or 19",
+        "12 + 6 = 18, 19",
+        "12 + 6 = 18?",
+        "2^4 + 2 = 18",  # powers are not read: their size is not bounded by the text's
+        "Tom has 18 apples",  # a lone number after words
+        "seventeen, or 12 + 6 = 18",  # words leading in name a value
+        "__import__('os') = 1",
+        "(" * 20 + "18" + ")" * 20 + " = 18",  # nested deeper than 16
+        "0 + " * 50 + "18 = 18",  # longer than 200 characters
+    ],
+)
+def test_what_is_not_an_equation_chain(text: str) -> None:
+    assert read_chain(text) is None
+
+
+def test_a_chain_naming_two_values_states_none() -> None:
+    for text in ("18 = 19", "18 = 12 + 6 = 19", "5 + 2 = 7 = 8"):
+        assert read_chain(text) == NotANumber("multiple_values")
+
+
+def test_equation_reading_is_bounded() -> None:
+    import time
+
+    worst = " * ".join(["9" * 14] * 11) + " = 1"  # about the largest product 200 characters hold
+    assert len(worst) <= 200 and read_chain(worst) == Chain(Fraction(1), False)
+    started = time.perf_counter()
+    for _ in range(200):
+        read_chain(worst)
+        grade_math("<answer>" + "(" * 2_000 + "18" + ")" * 2_000 + " = 18</answer>", "18")
+    assert time.perf_counter() - started < 1.0
+
+
+def test_grades_say_whether_the_equation_held() -> None:
+    held, false = grade_math(T + "<answer>12 + 6 = 18</answer>", "18"), grade_math("4 + 5 = 10", "9")
+    assert (held.score, held.details["equation"], held.details["answer_key"]) == (1.0, "holds", "18")
+    assert (false.label, false.details["equation"], false.details["answer_key"]) == ("wrong_answer", "false", "10")
+    assert grade_math(T + "<answer>18</answer>", "18").details["equation"] is None
+
+
+def test_an_unmarked_reply_is_read_only_as_its_one_statement_with_a_number() -> None:
+    read = extract_answers("2 * 7 = 14\n\nI'm ready to help. What's your next question?")
+    assert (read.candidates, read.where, read.format_score) == (("2 * 7 = 14",), "bare", 0.0)
+    for reply in (
+        "Maybe 6. Maybe 7.",
+        "17\n18",
+        "Is it seven? Is it 8?",
+        "Tom has 5. He gets 2. He has 7.",
+        "No idea.",
+    ):
+        assert extract_answers(reply).candidates == (), reply
+    assert extract_answers("1 2 3 4 5 6 7 8 9 10").candidates == ("1 2 3 4 5 6 7 8 9 10",)  # then ambiguous
+    assert grade_math("1 2 3 4 5 6 7 8 9 10", "10").label == "ambiguous_answer"
 
 
 def test_extraction_is_linear_on_pathological_input() -> None:

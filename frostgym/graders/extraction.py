@@ -4,10 +4,15 @@ Rules, chosen so that a reply cannot hedge its way to credit:
 - Reasoning (``<think>…</think>``, or everything before a lone ``</think>`` when the
   chat template opened the block) is never read for answers.
 - Every explicit statement of an answer outside the reasoning is a candidate:
-  ``<answer>`` blocks, ``\\boxed{}``, "the (final) answer is …", ``#### …`` lines.
+  ``<answer>`` blocks, ``\\boxed{}``, "the (final) answer is …" (also "the answer to
+  this question is …"), ``#### …`` lines.
   The grader requires all candidates to agree.
-- Only when there is no explicit statement does a short bare reply ("18", "$18")
-  count as the answer.
+- A reply with no explicit statement (no marker) is read only when it makes one
+  statement of a value: of its lines and sentences, exactly one holds a number (a
+  digit, a number word, a LaTeX macro), and that statement is the candidate ("18",
+  "$18", "5 + 2 = 7" followed by chatter without numbers). Its last sentence is never
+  read on its own: without a marker, reasoning that ends "Tom has 7 apples." looks
+  exactly like guesses that end "Maybe 7." (see ``frostgym.graders.math_answer``).
 Tags are matched with a tokenizer rather than ``.*?`` so a reply full of unclosed
 tags costs linear, not quadratic, time.
 """
@@ -17,13 +22,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from frostgym.graders.numbers import NUMBER_WORD, has_non_ascii_digits
+
 _TAG = re.compile(r"<(/?)(think|answer)\s*>", re.IGNORECASE)
 _PHRASE = re.compile(
-    r"(?:final\s+answer|the\s+answer)\s*(?:is|:|=)\s*:?\s*([^\n]*)|^[ \t]*####[ \t]*([^\n]*)",
+    r"(?:final\s+answer|the\s+answer(?:\s+to\s+(?:this|the)\s+(?:question|problem))?)\s*(?:is|:|=)\s*:?\s*([^\n]*)"
+    r"|^[ \t]*####[ \t]*([^\n]*)",
     re.IGNORECASE | re.MULTILINE,
 )
 _SENTENCE_END = re.compile(r"\.(?:\s|$)")
-BARE_MAX_CHARS = 64
+_STATEMENT_BREAK = re.compile(r"\n|(?<=[.!?;])\s+")
+_HOLDS_VALUE = re.compile(r"\d|\\[A-Za-z]")  # Unicode \d: look-alike digits count too
 
 
 @dataclass(frozen=True)
@@ -79,6 +88,16 @@ def _phrase_answers(text: str) -> list[str]:
     return out
 
 
+def _only_statement(text: str) -> str | None:
+    """The one line or sentence of ``text`` that holds a number, if exactly one does."""
+    holding = [
+        part.strip()
+        for part in _STATEMENT_BREAK.split(text)
+        if _HOLDS_VALUE.search(part) or NUMBER_WORD.search(part) or has_non_ascii_digits(part)
+    ]
+    return holding[0] if len(holding) == 1 else None
+
+
 def extract_answers(reply: str) -> Extraction:
     visible: list[str] = []  # text outside reasoning and outside answer blocks
     answers: list[str] = []
@@ -124,11 +143,8 @@ def extract_answers(reply: str) -> Extraction:
     elif stated:
         where = "statement"
     else:
-        bare = outside.strip()
-        if bare and len(bare) <= BARE_MAX_CHARS and not unclosed_answer and state != "think":
-            candidates, where = [bare], "bare"
-        else:
-            where = "none"
+        bare = _only_statement(outside) if not unclosed_answer and state != "think" else None
+        candidates, where = ([bare], "bare") if bare else ([], "none")
 
     if len(answers) == 1 and not outside.strip() and not unclosed_answer:
         format_score = 1.0 if think_blocks == thinks_before_answer == 1 else 0.5

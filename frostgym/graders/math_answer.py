@@ -3,10 +3,24 @@
 Components:
 - ``correctness`` (required): every stated final answer parses to the same single
   value and that value equals the gold. Exact rational comparison for numbers
-  (``1,073`` = ``1073.0``, ``3/4`` = ``0.75`` = ``\\frac{3}{4}``); ``math-verify`` for
-  symbolic LaTeX answers, after the same single-value screen.
+  (``1,073`` = ``1073.0``, ``3/4`` = ``0.75`` = ``\\frac{3}{4}``); an equation chain
+  states the value of its last side (``5 + 2 = 7`` is 7, ``4 + 5 = 10`` is 10, ``18 =
+  19`` is two values: ``frostgym.graders.equations``); ``math-verify`` for symbolic
+  LaTeX answers, after the same single-value screen.
 - ``format``: ``<think>…</think><answer>…</answer>`` (1.0), answer tags only (0.5).
 - ``language``: the reply stays in the task's script.
+
+A reply with no answer marker (no tags, ``\\boxed``, "the answer is", ``####``) is
+read, so that correctness does not hinge on the marker (format alone rewards it: such
+a reply scores 0.9 at most), but only when it makes one statement of a value: exactly
+one of its lines and sentences holds a number, and that statement is a number or an
+equation chain (``5 + 2 = 7``, ``So, 5 + 2 = 7.``, ``2 * 7 = 14`` then chatter with no
+number). Never read: a list (``1 2 3 4 5 6 7 8 9 10``, ``7, 8``: ``ambiguous_answer``);
+several statements with numbers (reasoning, or guesses like ``Maybe 6. Maybe 7.``:
+without a marker nothing tells the conclusion from the last guess, so ``no_answer``); a
+lone number after words (``Tom has 7 apples.``: words before a number can qualify it,
+``at least 7``, ``not 7``; ``unparseable_answer``). Whatever is read is one value, so
+no reply passes for two golds. The adversarial suite holds a case for each.
 """
 
 from __future__ import annotations
@@ -19,13 +33,14 @@ from fractions import Fraction
 from typing import Any
 
 from frostgym.core.grade import Grade, GraderSpec
+from frostgym.graders.equations import Chain, read_chain
 from frostgym.graders.extraction import extract_answers, strip_tags
 from frostgym.graders.language import language_score
-from frostgym.graders.numbers import ParsedNumber, parse_number, strip_decoration
+from frostgym.graders.numbers import NotANumber, ParsedNumber, parse_number, strip_decoration
 
 GRADER = GraderSpec(
     name="math",
-    version="1.1.0",  # 1.1: details.answer_key for maj@k
+    version="1.2.0",  # 1.1: details.answer_key for maj@k; 1.2: equation chains, one-statement unmarked replies
     # every label this grader can give; none means a perfect score
     labels=(
         "too_long",
@@ -49,6 +64,9 @@ _REASON_LABEL = {
 }
 _MULTI_VALUE = re.compile(r",|;|\bor\b|\band\b|\\lor|\\land|\\pm|\\mp|\\cup|\\\{|=[^=]*=", re.IGNORECASE)
 _SYMBOLIC_MAX_CHARS = 200
+#: A word outside LaTeX macros: prose, which math-verify would mine for any number in it
+#: ("Is it seventeen? Is it 18?" reads as 18).
+_PROSE = re.compile(r"(?<![\\A-Za-z])[A-Za-z]{2,}")
 
 
 @dataclass(frozen=True)
@@ -73,6 +91,9 @@ class _Verdict:
     #: The answer's canonical value (``"3/4"`` for ``0.75``), so that maj@k votes for
     #: values, not spellings; ``None`` when the reply has no single value.
     key: str | None = None
+    #: ``"holds"`` or ``"false"`` when the answer was read from equation chains (``4 + 5
+    #: = 10`` is false), else ``None``.
+    equation: str | None = None
 
 
 def grade_math(reply: str, gold: str, config: MathGraderConfig = DEFAULT_CONFIG) -> Grade:
@@ -106,6 +127,7 @@ def _grade(
     details: dict[str, Any] = {
         "extracted": None if extracted is None else extracted[:200],
         "answer_key": None if verdict is None else verdict.key,
+        "equation": None if verdict is None else verdict.equation,
         "where": where,
         "gold": gold,
     }
@@ -120,8 +142,11 @@ def _judge(candidates: tuple[str, ...], gold: str, config: MathGraderConfig) -> 
     gold_parsed = parse_number(gold)
     values: list[Fraction] = []
     symbolic: list[str] = []
+    holds: list[bool] = []
     for candidate in candidates:
-        parsed = parse_number(candidate)
+        parsed, chain_holds = _read(candidate)
+        if chain_holds is not None:
+            holds.append(chain_holds)
         if isinstance(parsed, ParsedNumber):
             values.append(parsed.value)
             continue
@@ -140,12 +165,26 @@ def _judge(candidates: tuple[str, ...], gold: str, config: MathGraderConfig) -> 
     if ok is None:
         return _Verdict(False, "unparseable_answer", shown)
     key = str(values[0]) if values else symbolic[0][:200]
-    return _Verdict(ok, None if ok else "wrong_answer", shown, key)
+    equation = None if not holds else "holds" if all(holds) else "false"
+    return _Verdict(ok, None if ok else "wrong_answer", shown, key, equation)
+
+
+def _read(candidate: str) -> tuple[ParsedNumber | NotANumber, bool | None]:
+    """One candidate's value: a number, or else the value its equation chain states
+    (``frostgym.graders.equations``), with whether that chain holds (``None``: no chain)."""
+    parsed = parse_number(candidate)
+    if isinstance(parsed, NotANumber) and parsed.reason in ("multiple_values", "not_numeric"):
+        chain = read_chain(candidate)
+        if isinstance(chain, Chain):
+            return ParsedNumber(chain.value, candidate), chain.holds
+        if chain is not None:
+            return chain, None
+    return parsed, None
 
 
 def _single_expression(candidate: str) -> bool:
     s = strip_decoration(candidate)
-    return 0 < len(s) <= _SYMBOLIC_MAX_CHARS and not _MULTI_VALUE.search(s)
+    return 0 < len(s) <= _SYMBOLIC_MAX_CHARS and not _MULTI_VALUE.search(s) and not _PROSE.search(s)
 
 
 def _all_equal_symbolic(values: list[Fraction], symbolic: list[str]) -> bool:

@@ -30,6 +30,14 @@ _LEADING_LABEL = re.compile(
 )
 _TEXT_MACRO = re.compile(r"\\(?:text|mathrm|textbf|mbox|operatorname)\s*\{([^{}]*)\}")
 _UNIT_TAIL = re.compile(r"^(.*?\d)\s*(?:[%°]|\s[A-Za-z][A-Za-z .'/-]*)\s*$", re.ASCII)
+#: A number spelled out ("seven", "twenty", "half"): text holding one names a value, so
+#: words that lead into an answer must not hold one ("seven, or 5 + 3 = 8").
+NUMBER_WORD = re.compile(
+    r"\b(?:zero|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen"
+    r"|sixteen|seventeen|eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred"
+    r"|thousand|million|billion|dozen|half|twice|double|triple)s?\b",
+    re.IGNORECASE,
+)
 
 
 @dataclass(frozen=True)
@@ -88,8 +96,8 @@ def parse_number(text: str) -> ParsedNumber | NotANumber:
     s = strip_decoration(text)
     if not s:
         return NotANumber("empty")
-    if len(s) > MAX_NUMBER_CHARS:
-        return NotANumber("too_long")
+    if len(s) > MAX_NUMBER_CHARS:  # a long text naming several numbers is a list, not a long number
+        return NotANumber("multiple_values" if _several_numbers(s) else "too_long")
     if _PLAIN.fullmatch(s):
         return ParsedNumber(Fraction(s.replace(",", "")), s)
     for pattern in (_LATEX_FRAC, _LATEX_FRAC_SHORT, _FRACTION):
@@ -107,8 +115,12 @@ def parse_number(text: str) -> ParsedNumber | NotANumber:
             return NotANumber("not_numeric")
         value = int(whole) + Fraction(int(num), int(den))
         return ParsedNumber(-value if sign == "-" else value, s)
-    if len(_ASCII_NUMBER_TOKEN.findall(s)) > 1 and not s.startswith("\\"):
+    if _several_numbers(s):
         return NotANumber("multiple_values")
     if not _ANY_DIGIT.search(s) and "\\" not in s:
         return NotANumber("empty")
     return NotANumber("not_numeric")
+
+
+def _several_numbers(s: str) -> bool:
+    return not s.startswith("\\") and len(_ASCII_NUMBER_TOKEN.findall(s)) > 1
