@@ -130,7 +130,7 @@ def test_a_plan_and_a_card_record_the_config(tmp_path: Path) -> None:
         (ARITHMETIC, "{max_operand: 9}", "--task-config is not JSON"),
         (ARITHMETIC, "[9]", "must be a JSON object"),
         (ARITHMETIC, '{"digits": 9}', "unknown ArithmeticConfig keys"),
-        ("frostgym/SQL-v0", "{}", "does not take these options"),
+        ("frostgym/Code-v0", "{}", "does not take these options"),
     ],
 )
 def test_the_cli_refuses_a_bad_task_config(tmp_path: Path, env_id: str, config: str, message: str) -> None:
@@ -144,7 +144,8 @@ def test_list_shows_each_default_config() -> None:
     result = CliRunner().invoke(app, ["list", "--json"])
     rows = {row["id"]: row for row in json.loads(result.output)}
     assert rows[ARITHMETIC]["task_config"] == {"min_operands": 3, "max_operands": 5, "max_operand": 99}
-    assert rows["frostgym/SQL-v0"]["task_config"] is None
+    assert rows["frostgym/SQL-v0"]["task_config"] == {}  # a config whose fields were all added at their default
+    assert rows["frostgym/Code-v0"]["task_config"] is None
 
 
 # -- a fixed list with a generated train, from scratch -------------------------------------------

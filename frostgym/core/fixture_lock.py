@@ -5,13 +5,15 @@ file its env names in ``FrozenEnv.lock_file``) keeps each task source's ``lock_r
 its version, config, split sizes, and the SHA-256 of each split it locks, named
 (``"sha256": {"dev": …}``; a generator locks dev, a fixed list every non-empty split).
 Entries are keyed by the source's ``id_prefix``, so one file can lock a source under
-several configs: its name for the default config, ``name~tag`` for another.
+several configs: its name for the default config, ``name~L<n>`` for a level, ``name~tag``
+for another.
 
 The first time a process uses a source it recomputes that record and refuses to run on
 a mismatch (a different ``reasoning-gym``, an edited generator), so two machines can
-never silently serve different episodes under the same id. A non-default config that no
-lock holds is hashed once per process instead, and that hash is what the records carry
-as ``fixture_sha256``: nothing is refused up front, but a replay or regrade elsewhere
+never silently serve different episodes under the same id. The default config and every
+level ship with the package, so each must have an entry. Any other config that no lock
+holds is hashed once per process instead, and that hash is what the records carry as
+``fixture_sha256``: nothing is refused up front, but a replay or regrade elsewhere
 compares it and catches drift.
 """
 
@@ -77,8 +79,8 @@ def _fixture_sha256(source: TaskSource, record: dict[str, Any]) -> str:
 def verified_fixture_sha256(path: Path, source: TaskSource) -> str:
     """The fixture hash of ``source``, checked once per process against its entry in the
     lock file at ``path``. Raises ``FixtureMismatchError`` if the entry differs from a
-    recomputation, or if there is none for the default config; a non-default config
-    without an entry is hashed and trusted for this process."""
+    recomputation, or if there is none for the default config or a level; any other
+    config without an entry is hashed and trusted for this process."""
     # Keyed by class too: another generator under the same name is checked afresh.
     key = (str(path), source.id_prefix, canonical_json(source.config_record()), type(source))
     with _lock:
@@ -86,10 +88,11 @@ def verified_fixture_sha256(path: Path, source: TaskSource) -> str:
             return _verified[key]
         entry = read_lock(path).get(source.id_prefix)
         actual = source.lock_record()
-        if entry is None and source.default_config:
+        if entry is None and (source.default_config or source.level is not None):
+            how = "" if source.level is None or source.default_config else f" --env 'ID[level={source.level}]'"
             raise FixtureMismatchError(
                 f"no locked hash for task source {source.id_prefix!r} in {path}; "
-                "run `frostgym lock --write` after reviewing the data"
+                f"run `frostgym lock --write{how}` after reviewing the data"
             )
         if entry is not None and entry != actual:
             raise FixtureMismatchError(

@@ -17,7 +17,18 @@ which hashes the splits the source names in ``locked_splits``.
 A source may take a config: a frozen dataclass of JSON values (``config_type``) that its
 content is made from. The default config gives the task ids, seeds and content every
 shipped lock records. Any other config tags the ids (``arithmetic~3f9a2c1b/dev/4``), so
-tasks of two configs are never taken for one another, and is part of every task seed.
+tasks of two configs are never taken for one another, and is part of every task seed. A
+field added to a config after it shipped is declared with ``added``: the record leaves it
+out while it holds its default, so every config that existed before keeps its ids, seeds
+and lock entry.
+
+A source may also name some configs as its levels (``levels``, 1 = easiest), each with a
+few words saying what it is: ``level_config`` turns a level into its config, and a source
+made with a level's config tags its ids with the level (``arithmetic~L1/dev/4``) rather
+than a hash. The default config is one of the levels (``default_level``) or, for a list
+whose levels are parts of it, none of them; either way its ids stay untagged. Levels share
+the source's name, so a prompt falls in the same split at every level: no level's train
+holds another level's eval task.
 """
 
 from __future__ import annotations
@@ -102,6 +113,43 @@ def parse_task_id(task_id: str) -> tuple[str, Split, int]:
 # -- configs ---------------------------------------------------------------------------
 
 
+_ADDED = "frostgym.added"
+
+
+def added(default: ConfigT) -> ConfigT:
+    """A config field added after its config shipped: ``field: int = added(2)``. The
+    config's record (``TaskSource.config_record``) leaves the field out while it holds
+    ``default``, so the configs that existed before keep their record, and with it their
+    ids, seeds and lock entries."""
+    return field(default=default, metadata={_ADDED: True})
+
+
+def _recorded_fields(config: object) -> dict[str, Any]:
+    """The fields of a config (a frozen dataclass) that its record holds, by name: every
+    field but an ``added`` one at its default."""
+    return {
+        f.name: getattr(config, f.name)
+        for f in dataclasses.fields(config)  # type: ignore[arg-type]
+        if not (f.metadata.get(_ADDED) and getattr(config, f.name) == f.default)
+    }
+
+
+@dataclass(frozen=True)
+class Level:
+    """One level of a task source (``TaskSource.levels``).
+
+    ``summary``: what the level is, in a few words (``frostgym list --levels`` shows it).
+    ``config``: the source's config at this level, a ``config_type`` instance; for a source
+    narrowed without a config (BFCL's categories), the narrowing its env takes.
+    ``sizes``: the split sizes, for a level whose content is too small for the source's own
+    (every task hashed into a split, or fewer); None keeps the source's.
+    """
+
+    summary: str
+    config: Any
+    sizes: Mapping[Split, int | None] | None = None
+
+
 def make_config(config_type: type[ConfigT], value: ConfigT | Mapping[str, Any] | None) -> ConfigT:
     """``value`` as a ``config_type`` (a frozen dataclass): None is the default config, an
     instance is kept, a mapping (JSON, as a card records it) is read key by key, its lists
@@ -156,8 +204,19 @@ class TaskSource(ABC):
     config: Any
     #: Whether ``config`` is the default one (always, for a source without a config).
     default_config: bool
-    #: The first part of every task id: the name, plus ``~tag`` for a non-default config.
+    #: The first part of every task id: the name, plus ``~L<n>`` for a level's config other
+    #: than the default, or ``~<hash8>`` for any other config.
     id_prefix: str
+    #: Named configs by level, 1 = easiest; empty for a source without levels.
+    levels: ClassVar[Mapping[int, Level]] = MappingProxyType({})
+    #: The level whose config is the default one; None when the default is none of them (a
+    #: fixed list whose levels are parts of it serves them all together) or there are none.
+    default_level: ClassVar[int | None] = None
+    #: One line on the levels: why the source has none, or what its default serves when
+    #: that is no level. ``frostgym list --levels`` and the errors of ``level_config`` say it.
+    levels_note: ClassVar[str] = ""
+    #: The level this source's config is, or None.
+    level: int | None
 
     def __init__(self, config: object = None) -> None:
         """``config``: a ``config_type`` instance or a mapping of its fields (``make_config``);
@@ -170,7 +229,17 @@ class TaskSource(ABC):
             self.config = make_config(self.config_type, config)
         record = self.config_record()
         self.default_config = self.config_type is None or self.config == self.config_type()
-        self.id_prefix = self.name if self.default_config else f"{self.name}~{sha256_json(record)[:8]}"
+        levels = self.levels if self.config_type is not None else {}
+        self.level = next((n for n, level in sorted(levels.items()) if level.config == self.config), None)
+        if self.default_config:
+            self.id_prefix = self.name
+        elif self.level is not None:
+            self.id_prefix = f"{self.name}~L{self.level}"
+        else:
+            self.id_prefix = f"{self.name}~{sha256_json(record)[:8]}"
+        level_sizes = None if self.level is None else levels[self.level].sizes
+        if level_sizes is not None:
+            self.sizes = MappingProxyType(dict(level_sizes))
         self._finite: dict[Split, list[Task]] = {}
         self._pools: dict[Split, list[Task]] = {}
 
@@ -193,12 +262,40 @@ class TaskSource(ABC):
     def _task_id(self, split: Split, index: int, draft: Draft) -> str:
         return f"{self.id_prefix}/{split}/{index}"
 
+    # -- levels ------------------------------------------------------------------------
+    @classmethod
+    def level_config(cls, level: int, task_config: object = None, *, who: str = "") -> Any:
+        """The config of ``level`` (``Level.config``), with the fields ``task_config`` (a
+        mapping of some of them, or None) gives set on top. ``who`` names the source in the
+        errors (an env id; by default the source's name). Raises ``ValueError`` when the
+        source has no levels, when ``level`` is none of them (the message lists them), and
+        for a ``task_config`` that is not a mapping or names an unknown field."""
+        who = who or f"task source {cls.name!r}"
+        if not cls.levels:
+            raise ValueError(f"{who} has no levels" + (f": {cls.levels_note}" if cls.levels_note else ""))
+        if isinstance(level, bool) or not isinstance(level, int) or level not in cls.levels:
+            listing = "; ".join(f"{n} = {entry.summary}" for n, entry in sorted(cls.levels.items()))
+            raise ValueError(f"{who} has no level {level!r}; its levels are {listing}")
+        config = cls.levels[level].config
+        if task_config is None:
+            return config
+        if cls.config_type is None or not isinstance(task_config, Mapping):
+            raise ValueError(f"with a level, {who} takes task_config as a mapping of the fields to change")
+        fields = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+        return make_config(cls.config_type, {**fields, **task_config})
+
+    def drawable_size(self, split: Split) -> int | None:
+        """How many tasks ``sample`` draws from ``split``: its size, or for a source narrowed
+        to part of its content (``drawable``), the tasks of that part."""
+        return self.size(split)
+
     # -- the API -----------------------------------------------------------------------
     def config_record(self) -> dict[str, Any]:
-        """The config as JSON data (what the lock and a card record); ``{}`` for none."""
+        """The config as JSON data (what the lock and a card record); ``{}`` for none. An
+        ``added`` field at its default is left out."""
         if self.config is None:
             return {}
-        data: dict[str, Any] = json.loads(canonical_json(dataclasses.asdict(self.config)))
+        data: dict[str, Any] = json.loads(canonical_json(_recorded_fields(self.config)))
         return data
 
     def size(self, split: Split) -> int | None:
@@ -362,8 +459,8 @@ class TaskListSource(TaskSource):
         self.train = self.train_generator()
         if self.train is not None:
             if sizes["train"] or self.train.id_prefix != self.id_prefix:
-                raise ValueError(f"{self.name}: a generated train needs no listed train and the source's name")
-            self.train.held_out = frozenset(d.prompt for drafts in self._listed.values() for d in drafts)
+                raise ValueError(f"{self.name}: a generated train needs no listed train and the source's id prefix")
+            self.train.held_out = self.held_out_prompts()
             sizes["train"] = None
         self.sizes = MappingProxyType(sizes)
         self.locked_splits = tuple(split for split in ALL_SPLITS if sizes[split])
@@ -373,9 +470,16 @@ class TaskListSource(TaskSource):
         """The drafts of each split, in index order (``deal_by_content`` shares one list out)."""
 
     def train_generator(self) -> ProceduralSource | None:
-        """A generator (with this source's name) for an unbounded ``train`` split, or None.
-        It is told to hold out every listed prompt, so train never repeats a listed task."""
+        """A generator (with this source's name and config) for an unbounded ``train``
+        split, or None. It is told to hold out ``held_out_prompts``, so train never repeats
+        a listed task."""
         return None
+
+    def held_out_prompts(self) -> frozenset[str]:
+        """The prompts a generated train never serves: every listed one. A source whose
+        config narrows its list (a level) returns those of the whole list, so no level's
+        train holds another level's eval task."""
+        return frozenset(d.prompt for drafts in self._listed.values() for d in drafts)
 
     def deal_by_content(self, drafts: Iterable[Draft]) -> dict[Split, list[Draft]]:
         """``drafts`` dealt into splits by a hash of their prompt (``split_percent``, salted

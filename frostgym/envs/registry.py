@@ -22,11 +22,17 @@ NAMESPACE = "frostgym"
 
 @dataclass(frozen=True)
 class EnvEntry:
+    """One registered id: its family, env class (``module:Class``), one-line summary, the
+    keyword arguments the id fixes, and its task-source class (``module:Class``), which
+    ``frostgym.envs.levels`` reads an id's levels from without making the env (empty: the
+    entry does not say, and the env is made to find out)."""
+
     id: str
     family: str
     entry_point: str
     summary: str
     kwargs: Mapping[str, Any] = field(default_factory=dict)
+    task_source: str = ""
 
 
 _MATH = "frostgym.envs.math:MathEnv"
@@ -37,14 +43,23 @@ ENTRIES: tuple[EnvEntry, ...] = (
         _MATH,
         "GSM-style word problems (reasoning-gym gsm_symbolic)",
         {"source": "gsm_symbolic"},
+        task_source="frostgym.envs.math.gsm:GSMSymbolicSource",
     ),
-    EnvEntry("frostgym/Arithmetic-v0", "math", _MATH, "multi-step integer arithmetic", {"source": "arithmetic"}),
+    EnvEntry(
+        "frostgym/Arithmetic-v0",
+        "math",
+        _MATH,
+        "multi-step integer arithmetic",
+        {"source": "arithmetic"},
+        task_source="frostgym.envs.math.arithmetic:ArithmeticSource",
+    ),
     EnvEntry(
         "frostgym/Fractions-v0",
         "math",
         _MATH,
         "fraction arithmetic, reduced answers",
         {"source": "fraction_arithmetic"},
+        task_source="frostgym.envs.math.fraction_arithmetic:FractionArithmeticSource",
     ),
     EnvEntry(
         "frostgym/LinearEquations-v0",
@@ -52,36 +67,42 @@ ENTRIES: tuple[EnvEntry, ...] = (
         _MATH,
         "linear equations, rational solutions",
         {"source": "linear_equations"},
+        task_source="frostgym.envs.math.linear_equations:LinearEquationSource",
     ),
     EnvEntry(
         "frostgym/SQL-v0",
         "sql",
         "frostgym.envs.sql:SQLEnv",
         "text-to-SQL on Chinook and three vega-datasets databases, multi-turn with exploration",
+        task_source="frostgym.envs.sql.tasks:SQLTaskSource",
     ),
     EnvEntry(
         "frostgym/Code-v0",
         "code",
         "frostgym.envs.code:CodeEnv",
         "HumanEval's 164 problems (split 'test'); hidden unit tests run in a sandbox",
+        task_source="frostgym.envs.code.tasks:HumanEvalSource",
     ),
     EnvEntry(
         "frostgym/Tools-v0",
         "tools",
         "frostgym.envs.tools.single_turn:ToolsEnv",
         "BFCL v4 single-turn function calling (python/java/javascript, multiple, parallel, live, irrelevance)",
+        task_source="frostgym.envs.tools.tasks:BFCLSource",
     ),
     EnvEntry(
         "frostgym/ToolsMultiTurn-v0",
         "tools",
         "frostgym.envs.tools.multi_turn:MultiTurnToolsEnv",
         "BFCL v4 multi-turn (base, miss_func, miss_param, long_context) on BFCL's stateful tool classes",
+        task_source="frostgym.envs.tools.tasks:BFCLMultiTurnSource",
     ),
     EnvEntry(
         "frostgym/ToolsHTTP-v0",
         "tools",
         "frostgym.envs.tools.http:HTTPToolsEnv",
         "six REST APIs (22 endpoints) replayed from committed vcrpy cassettes, multi-step, final answer checked",
+        task_source="frostgym.envs.tools.tasks:HTTPToolsSource",
     ),
 )
 

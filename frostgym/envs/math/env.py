@@ -24,15 +24,22 @@ class MathEnv(FrozenEnv):
 
     Arguments:
         source: the generator (``frostgym.envs.math.tasks.SOURCES``); each id fixes one.
+        level: one of the generator's levels (1 = easiest; ``frostgym list --levels`` or
+            ``frostgym.envs.levels.env_levels`` lists them), or None for the default config,
+            itself a level (``default_level``). Another level gives other tasks, under ids
+            that name it (``arithmetic~L1/dev/4``), each level locked on its own.
+            ``ValueError`` lists the levels for one that is not.
         task_config: that generator's config (``ArithmeticConfig``, ``FractionConfig``,
             ``LinearConfig``, ``GSMConfig``), as the dataclass or a JSON mapping of some of
-            its fields; None is the default. ``ValueError`` names the accepted keys for an
-            unknown one. A non-default config gives other tasks, under tagged ids
+            its fields; None is the default. With ``level``, a mapping whose fields are set
+            on the level's config. ``ValueError`` names the accepted keys for an
+            unknown one. A config that is no level gives other tasks, under tagged ids
             (``arithmetic~3f9a2c1b/dev/4``); unless a lock holds it, its content hash is
             computed once per process (``frostgym.core.fixture_lock``).
         split: the split ``reset`` draws from. ``train`` is unbounded; dev (200), test and
-            private (500 each) are fixed, and a task belongs to the split its prompt hashes
-            into, so no two splits share a question.
+            private (500 each; fewer at a level with fewer distinct tasks) are fixed, and a
+            task belongs to the split its prompt hashes into, at every level, so no two
+            splits share a question.
         max_turns: attempts per episode (>= 1).
         grader_config, system_prompt: how answers are graded and what the agent is told.
 
@@ -52,6 +59,7 @@ class MathEnv(FrozenEnv):
         self,
         source: str = "gsm_symbolic",
         *,
+        level: int | None = None,
         task_config: object = None,
         split: Split = "dev",
         max_turns: int = 1,
@@ -59,7 +67,9 @@ class MathEnv(FrozenEnv):
         grader_config: MathGraderConfig = DEFAULT_CONFIG,
         system_prompt: str = SYSTEM_PROMPT,
     ) -> None:
-        super().__init__(math_source(source, task_config), split=split, max_turns=max_turns, render_mode=render_mode)
+        super().__init__(
+            math_source(source, task_config, level), split=split, max_turns=max_turns, render_mode=render_mode
+        )
         self.grader_config = grader_config
         self.system_prompt = system_prompt
 

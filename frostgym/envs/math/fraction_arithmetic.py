@@ -1,26 +1,42 @@
-"""Arithmetic on fractions, answered as a reduced fraction."""
+"""Arithmetic on fractions, answered as a reduced fraction: from two proper fractions over
+one denominator to six terms with all four operations, in five levels."""
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
 from fractions import Fraction
+from types import MappingProxyType
 
-from frostgym.core.tasks import Draft, ProceduralSource, require_int
+from frostgym.core.tasks import Draft, Level, ProceduralSource, added, require_int
+
+OPERATORS = "+-*/"
 
 
 @dataclass(frozen=True)
 class FractionConfig:
-    """How long a computation gets (its terms) and how large a term's denominator is."""
+    """How long a computation gets (its terms), how large a term's denominator is, the
+    operators it may use (in ``+-*/`` order), and whether every term is a proper fraction
+    over one shared denominator (written as drawn, not reduced)."""
 
     min_terms: int = 2
     max_terms: int = 4
     max_denominator: int = 12
+    operators: str = added(OPERATORS)
+    common_denominator: bool = added(False)
 
     def __post_init__(self) -> None:
         require_int("min_terms", self.min_terms, low=2, high=12)
         require_int("max_terms", self.max_terms, low=self.min_terms, high=12)
         require_int("max_denominator", self.max_denominator, low=2, high=1000)
+        if (
+            not isinstance(self.operators, str)
+            or not self.operators
+            or self.operators != "".join(op for op in OPERATORS if op in self.operators)
+        ):
+            raise ValueError(f"operators must be some of '{OPERATORS}', in that order, got {self.operators!r}")
+        if not isinstance(self.common_denominator, bool):
+            raise ValueError(f"common_denominator must be true or false, got {self.common_denominator!r}")
 
 
 def format_fraction(value: Fraction) -> str:
@@ -36,6 +52,32 @@ class FractionArithmeticSource(ProceduralSource):
     tags = ("fractions", "multi_step")
     config_type = FractionConfig
     config: FractionConfig
+    levels = MappingProxyType(
+        {
+            1: Level(
+                "two proper fractions over one denominator up to 12, + and -",
+                FractionConfig(min_terms=2, max_terms=2, operators="+-", common_denominator=True),
+                # About 1,000 such sums exist, about 100 per eval split: most of them.
+                sizes=MappingProxyType({"train": None, "dev": 80, "test": 80, "private": 80}),
+            ),
+            2: Level(
+                "two fractions, denominators up to 10, + and -",
+                FractionConfig(min_terms=2, max_terms=2, max_denominator=10, operators="+-"),
+                # About 760 such sums exist per eval split: most of them.
+                sizes=MappingProxyType({"train": None, "dev": 200, "test": 400, "private": 400}),
+            ),
+            3: Level(
+                "two or three fractions, denominators up to 12, + - and *",
+                FractionConfig(min_terms=2, max_terms=3, operators="+-*"),
+            ),
+            4: Level("two to four fractions, denominators up to 12, + - * and /", FractionConfig()),
+            5: Level(
+                "four to six fractions, denominators up to 20, + - * and /",
+                FractionConfig(min_terms=4, max_terms=6, max_denominator=20),
+            ),
+        }
+    )
+    default_level = 4
 
     def _term(self, rng: random.Random) -> Fraction:
         while True:  # a bounded number of tries in practice; every draw is seeded
@@ -44,16 +86,25 @@ class FractionArithmeticSource(ProceduralSource):
             if value.denominator != 1:
                 return value
 
+    def _terms(self, rng: random.Random) -> list[tuple[Fraction, str]]:
+        """The terms, each with how the prompt writes it."""
+        count = rng.randint(self.config.min_terms, self.config.max_terms)
+        if not self.config.common_denominator:
+            return [(term, format_fraction(term)) for term in (self._term(rng) for _ in range(count))]
+        den = rng.randint(2, self.config.max_denominator)
+        numerators = [rng.randint(1, den - 1) for _ in range(count)]
+        return [(Fraction(n, den), f"{n}/{den}") for n in numerators]
+
     def generate(self, rng: random.Random) -> Draft:
-        terms = [self._term(rng) for _ in range(rng.randint(self.config.min_terms, self.config.max_terms))]
-        value = terms[0]
-        shown = [f"({format_fraction(terms[0])})"]
+        terms = self._terms(rng)
+        value = terms[0][0]
+        shown = [f"({terms[0][1]})"]
         steps = []
-        for term in terms[1:]:
-            op = rng.choice("+-*/")
+        for term, text in terms[1:]:
+            op = rng.choice(self.config.operators)
             new = {"+": value + term, "-": value - term, "*": value * term, "/": value / term}[op]
-            steps.append(f"({format_fraction(value)}) {op} ({format_fraction(term)}) = {format_fraction(new)}")
-            shown.append(f"{op} ({format_fraction(term)})")
+            steps.append(f"({format_fraction(value)}) {op} ({text}) = {format_fraction(new)}")
+            shown.append(f"{op} ({text})")
             value = new
         expr = " ".join(shown)
         return Draft(

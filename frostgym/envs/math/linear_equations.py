@@ -1,25 +1,35 @@
-"""Linear equations in one unknown with the unknown on both sides; rational solutions."""
+"""Linear equations in one unknown: from ``3x - 4 = 11`` to ``p(ax + b) = cx + d`` with
+rational solutions, in four levels."""
 
 from __future__ import annotations
 
 import random
 from dataclasses import dataclass
 from fractions import Fraction
+from types import MappingProxyType
 
-from frostgym.core.tasks import Draft, ProceduralSource, require_int
+from frostgym.core.tasks import Draft, Level, ProceduralSource, added, require_int
 from frostgym.envs.math.fraction_arithmetic import format_fraction
 
 
 @dataclass(frozen=True)
 class LinearConfig:
-    """The largest coefficient of the unknown and the largest constant, in absolute value."""
+    """The largest coefficient of the unknown and the largest constant, in absolute value;
+    whether the left side is a multiple of a bracket (``p(ax + b)``, p from 2 to 6), whether
+    the unknown is on both sides, and whether only integer solutions are drawn."""
 
     max_coefficient: int = 12
     max_constant: int = 40
+    bracket: bool = added(True)
+    both_sides: bool = added(True)
+    integer_solution: bool = added(False)
 
     def __post_init__(self) -> None:
         require_int("max_coefficient", self.max_coefficient, low=1, high=1000)
         require_int("max_constant", self.max_constant, low=0, high=10**6)
+        for name in ("bracket", "both_sides", "integer_solution"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name} must be true or false, got {getattr(self, name)!r}")
 
 
 def _linear(a: int, b: int, var: str) -> str:
@@ -39,6 +49,26 @@ class LinearEquationSource(ProceduralSource):
     tags = ("algebra", "equations")
     config_type = LinearConfig
     config: LinearConfig
+    levels = MappingProxyType(
+        {
+            1: Level(
+                "ax + b = d, coefficients up to 5, integer solution",
+                LinearConfig(
+                    max_coefficient=5, max_constant=20, bracket=False, both_sides=False, integer_solution=True
+                ),
+            ),
+            2: Level(
+                "ax + b = cx + d, coefficients up to 9, integer solution",
+                LinearConfig(max_coefficient=9, max_constant=30, bracket=False, integer_solution=True),
+            ),
+            3: Level("p(ax + b) = cx + d, coefficients up to 12, rational solution", LinearConfig()),
+            4: Level(
+                "p(ax + b) = cx + d, coefficients up to 40, constants up to 200, rational solution",
+                LinearConfig(max_coefficient=40, max_constant=200),
+            ),
+        }
+    )
+    default_level = 3
 
     def generate(self, rng: random.Random) -> Draft:
         c = self.config
@@ -47,15 +77,21 @@ class LinearEquationSource(ProceduralSource):
         def coef() -> int:
             return rng.choice([i for i in range(-c.max_coefficient, c.max_coefficient + 1) if i != 0])
 
-        p, a, cc = rng.randint(2, 6), coef(), coef()
+        p = rng.randint(2, 6) if c.bracket else 1
+        a = coef()
+        cc = coef() if c.both_sides else 0
         b, d = rng.randint(-c.max_constant, c.max_constant), rng.randint(-c.max_constant, c.max_constant)
         if p * a == cc:
             raise ValueError("no unique solution")  # rejected by the source, next draw is used
+        if (p, a, b, cc) == (1, 1, 0, 0):
+            raise ValueError("already solved")  # "x = 7": likewise
         solution = Fraction(d - p * b, p * a - cc)
-        lhs = f"{p}({_linear(a, b, var)})"
-        rhs = _linear(cc, d, var)
-        steps = [
-            f"Expand: {_linear(p * a, p * b, var)} = {rhs}",
+        if c.integer_solution and solution.denominator != 1:
+            raise ValueError("not an integer solution")  # likewise
+        lhs = f"{p}({_linear(a, b, var)})" if c.bracket else _linear(a, b, var)
+        rhs = _linear(cc, d, var) if cc else str(d)
+        steps = [f"Expand: {_linear(p * a, p * b, var)} = {rhs}"] if c.bracket else []
+        steps += [
             f"Collect terms: {p * a - cc}{var} = {d - p * b}",
             f"Divide: {var} = {format_fraction(solution)}",
         ]

@@ -53,6 +53,14 @@ class SQLEnv(FrozenEnv):
         split: ``dev``, ``test`` and ``private`` hold the hand-written questions (shared
             out by a hash of the question, 30/50/20); ``train`` is unbounded, generated
             from templates, and never repeats a hand-written question.
+        level: 1 to 5 (``frostgym.envs.sql.tasks.question_level``: a question's difficulty,
+            one harder on a schema of more than two tables), or None for every question.
+            A level serves only its own questions, in the splits they always had, under
+            ids that name it (``sql~L2/dev/3``), and trains on its own templates (level 5
+            has none, so no train). ``ValueError`` lists the levels for one that is not.
+        task_config: the source's ``SQLConfig`` (``{"levels": [1, 2]}``), or with
+            ``level`` a mapping of fields set on that level's config; another config tags
+            the ids with a hash.
         max_turns: replies per episode; all but the last may be exploratory queries.
         grader_config: how result sets are compared (``frostgym.graders.sql_execution``).
         max_result_rows, max_result_chars: how much of an exploratory result is shown.
@@ -74,6 +82,8 @@ class SQLEnv(FrozenEnv):
     def __init__(
         self,
         *,
+        level: int | None = None,
+        task_config: object = None,
         split: Split = "dev",
         max_turns: int = 6,
         render_mode: str | None = None,
@@ -81,7 +91,7 @@ class SQLEnv(FrozenEnv):
         max_result_rows: int = 20,
         max_result_chars: int = 2_000,
     ) -> None:
-        super().__init__(sql_source(), split=split, max_turns=max_turns, render_mode=render_mode)
+        super().__init__(sql_source(task_config, level), split=split, max_turns=max_turns, render_mode=render_mode)
         self.grader_config = grader_config
         self.max_result_rows = max_result_rows
         self.max_result_chars = max_result_chars

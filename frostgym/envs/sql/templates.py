@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import cache
 from typing import Any
 
@@ -21,7 +22,6 @@ from frostgym.core.tasks import Draft
 from frostgym.sql.connections import shared_database
 from frostgym.sql.executor import TRUSTED_TIMEOUT_S
 
-Template = Callable[[random.Random], Draft]
 _MONTHS = (
     "January",
     "February",
@@ -65,123 +65,134 @@ def _draft(database: str, question: str, sql: str, difficulty: str, features: tu
     )
 
 
-def album_track_count(rng: random.Random) -> Draft:
+@dataclass(frozen=True)
+class Template:
+    """One train-question template: the database it asks about, its difficulty and SQL
+    features (which set its level, ``frostgym.envs.sql.tasks.question_level``), and
+    ``write``, which draws its parameters from ``rng`` and returns the question and its gold
+    query. Calling it makes the draft: ``ValueError`` for an empty answer (see ``_draft``)."""
+
+    database: str
+    difficulty: str
+    features: tuple[str, ...]
+    write: Callable[[random.Random], tuple[str, str]]
+
+    def __call__(self, rng: random.Random) -> Draft:
+        question, sql = self.write(rng)
+        return _draft(self.database, question, sql, self.difficulty, self.features)
+
+
+def template(
+    database: str, difficulty: str, *features: str
+) -> Callable[[Callable[[random.Random], tuple[str, str]]], Template]:
+    """Declare a function ``rng -> (question, sql)`` a ``Template`` of ``database``."""
+
+    def declare(write: Callable[[random.Random], tuple[str, str]]) -> Template:
+        return Template(database, difficulty, features, write)
+
+    return declare
+
+
+@template("chinook", "medium", "aggregate", "join")
+def album_track_count(rng: random.Random) -> tuple[str, str]:
     (title,) = rng.choice(_values("chinook", "SELECT title FROM album ORDER BY id"))
-    return _draft(
-        "chinook",
+    return (
         f"How many tracks are on the album titled {title!r}?",
         f"SELECT COUNT(*) FROM track t JOIN album a ON a.id = t.album_id WHERE a.title = {_quote(title)}",
-        "medium",
-        ("aggregate", "join"),
     )
 
 
-def artist_albums(rng: random.Random) -> Draft:
+@template("chinook", "medium", "join", "order_limit")
+def artist_albums(rng: random.Random) -> tuple[str, str]:
     (name,) = rng.choice(
         _values("chinook", "SELECT name FROM artist WHERE id IN (SELECT artist_id FROM album) ORDER BY id")
     )
-    return _draft(
-        "chinook",
+    return (
         f"List the titles of all albums by {name}, in alphabetical order.",
         f"SELECT a.title FROM album a JOIN artist ar ON ar.id = a.artist_id WHERE ar.name = {_quote(name)} "
         "ORDER BY a.title",
-        "medium",
-        ("join", "order_limit"),
     )
 
 
-def country_revenue(rng: random.Random) -> Draft:
+@template("chinook", "medium", "aggregate", "join")
+def country_revenue(rng: random.Random) -> tuple[str, str]:
     (country,) = rng.choice(_values("chinook", "SELECT DISTINCT country FROM customer ORDER BY country"))
-    return _draft(
-        "chinook",
+    return (
         f"What is the total amount invoiced to customers located in {country}, rounded to 2 decimal places?",
         "SELECT ROUND(SUM(i.total), 2) FROM invoice i JOIN customer c ON c.id = i.customer_id "
         f"WHERE c.country = {_quote(country)}",
-        "medium",
-        ("aggregate", "join"),
     )
 
 
-def genre_long_tracks(rng: random.Random) -> Draft:
+@template("chinook", "medium", "aggregate", "join")
+def genre_long_tracks(rng: random.Random) -> tuple[str, str]:
     (genre,) = rng.choice(_values("chinook", "SELECT name FROM genre ORDER BY id"))
     minutes = rng.randint(2, 8)
-    return _draft(
-        "chinook",
+    return (
         f"How many {genre} tracks are longer than {minutes} minutes?",
         f"SELECT COUNT(*) FROM track t JOIN genre g ON g.id = t.genre_id WHERE g.name = {_quote(genre)} "
         f"AND t.milliseconds > {minutes * 60_000}",
-        "medium",
-        ("aggregate", "join"),
     )
 
 
-def top_genres(rng: random.Random) -> Draft:
+@template("chinook", "hard", "join", "group_by", "order_limit")
+def top_genres(rng: random.Random) -> tuple[str, str]:
     n = rng.randint(2, 10)
-    return _draft(
-        "chinook",
+    return (
         f"Which {n} genres have the most tracks? Give each genre's name and its number of tracks, "
         "ordered by the number of tracks from most to fewest, then by genre name.",
         "SELECT g.name, COUNT(*) AS n FROM track t JOIN genre g ON g.id = t.genre_id GROUP BY g.id "
         f"ORDER BY n DESC, g.name LIMIT {n}",
-        "hard",
-        ("join", "group_by", "order_limit"),
     )
 
 
-def make_horsepower(rng: random.Random) -> Draft:
+@template("cars", "easy", "aggregate", "null")
+def make_horsepower(rng: random.Random) -> tuple[str, str]:
     (make,) = rng.choice(_values("cars", "SELECT DISTINCT make FROM car WHERE horsepower IS NOT NULL ORDER BY make"))
-    return _draft(
-        "cars",
+    return (
         f"What is the average horsepower of cars made by {make}, rounded to 1 decimal place, "
         "ignoring cars with unknown horsepower?",
         f"SELECT ROUND(AVG(horsepower), 1) FROM car WHERE make = {_quote(make)} AND horsepower IS NOT NULL",
-        "easy",
-        ("aggregate", "null"),
     )
 
 
-def origin_year_cars(rng: random.Random) -> Draft:
+@template("cars", "medium", "join", "order_limit")
+def origin_year_cars(rng: random.Random) -> tuple[str, str]:
     origin, year = rng.choice(
         _values(
             "cars", "SELECT DISTINCT o.name, c.model_year FROM car c JOIN origin o ON o.id = c.origin_id ORDER BY 1, 2"
         )
     )
-    return _draft(
-        "cars",
+    return (
         f"List the names of the cars from {origin} with model year {year}, in alphabetical order "
         "(repeat a name if several cars share it).",
         f"SELECT c.name FROM car c JOIN origin o ON o.id = c.origin_id WHERE o.name = {_quote(origin)} "
         f"AND c.model_year = {year} ORDER BY c.name",
-        "medium",
-        ("join", "order_limit"),
     )
 
 
-def weather_days(rng: random.Random) -> Draft:
+@template("weather", "easy", "aggregate", "date")
+def weather_days(rng: random.Random) -> tuple[str, str]:
     year = rng.randint(2012, 2015)
     (weather,) = rng.choice(_values("weather", "SELECT DISTINCT weather FROM daily_weather ORDER BY weather"))
-    return _draft(
-        "weather",
+    return (
         f"On how many days in {year} was the weather in Seattle recorded as {weather}?",
         f"SELECT COUNT(*) FROM daily_weather WHERE weather = {_quote(weather)} AND strftime('%Y', date) = '{year}'",
-        "easy",
-        ("aggregate", "date"),
     )
 
 
-def month_max_temp(rng: random.Random) -> Draft:
+@template("weather", "easy", "aggregate", "date")
+def month_max_temp(rng: random.Random) -> tuple[str, str]:
     year, month = rng.randint(2012, 2015), rng.randint(1, 12)
-    return _draft(
-        "weather",
+    return (
         f"What was the highest daily maximum temperature, in degrees Celsius, in Seattle in {_MONTHS[month - 1]} "
         f"{year}?",
         f"SELECT MAX(temp_max_c) FROM daily_weather WHERE strftime('%Y-%m', date) = '{year}-{month:02d}'",
-        "easy",
-        ("aggregate", "date"),
     )
 
 
-def stock_price_month(rng: random.Random) -> Draft:
+@template("economy", "medium", "join", "date")
+def stock_price_month(rng: random.Random) -> tuple[str, str]:
     name, month = rng.choice(
         _values(
             "economy",
@@ -190,40 +201,33 @@ def stock_price_month(rng: random.Random) -> Draft:
         )
     )
     label = f"{_MONTHS[int(month[5:7]) - 1]} {month[:4]}"
-    return _draft(
-        "economy",
+    return (
         f"What was {name}'s monthly closing stock price for {label}?",
         f"SELECT p.price FROM stock_price p JOIN company c ON c.symbol = p.symbol WHERE c.name = {_quote(name)} "
         f"AND p.month = '{month}'",
-        "medium",
-        ("join", "date"),
     )
 
 
-def stock_year_average(rng: random.Random) -> Draft:
+@template("economy", "medium", "aggregate", "join", "date")
+def stock_year_average(rng: random.Random) -> tuple[str, str]:
     (name,) = rng.choice(_values("economy", "SELECT name FROM company ORDER BY symbol"))
     year = rng.randint(2000, 2010)
-    return _draft(
-        "economy",
+    return (
         f"What was the average monthly closing price of {name} stock in {year}, rounded to 2 decimal places?",
         f"SELECT ROUND(AVG(p.price), 2) FROM stock_price p JOIN company c ON c.symbol = p.symbol "
         f"WHERE c.name = {_quote(name)} AND strftime('%Y', p.month) = '{year}'",
-        "medium",
-        ("aggregate", "join", "date"),
     )
 
 
-def electricity_share(rng: random.Random) -> Draft:
+@template("economy", "hard", "aggregate", "case")
+def electricity_share(rng: random.Random) -> tuple[str, str]:
     year = rng.randint(2001, 2017)
     (source,) = rng.choice(_values("economy", "SELECT DISTINCT source FROM iowa_electricity ORDER BY source"))
-    return _draft(
-        "economy",
+    return (
         f"What percentage of Iowa's net electricity generation came from {source} in {year}, rounded to 1 decimal "
         "place?",
         "SELECT ROUND(100.0 * SUM(CASE WHEN source = " + _quote(source) + " THEN net_generation_gwh END) "
         f"/ SUM(net_generation_gwh), 1) FROM iowa_electricity WHERE year = {year}",
-        "hard",
-        ("aggregate", "case"),
     )
 
 

@@ -62,6 +62,13 @@ class HTTPToolsEnv(ToolCallingEnv):
     Arguments:
         split: ``dev``, ``test`` and ``private`` hold the fixed tasks (shared out by a hash
             of the prompt, 30/50/20); there is no ``train``, so asking for it raises.
+        level: 1 (one call, or none), 2 (dependent calls in turn) or 3 (parallel calls),
+            or None for every task. A level serves only its own tasks, in the splits they
+            always had, under ids that name it (``tools_http~L2/dev/3``). ``ValueError``
+            lists the levels for one that is not.
+        task_config: the source's ``HTTPToolsConfig`` (``{"kinds": ["single"]}``), or with
+            ``level`` a mapping of fields set on that level's config; another config tags
+            the ids with a hash.
         max_turns: replies per episode, calls and final answer included.
         grader_config: the answer and call checks (``frostgym.graders.tool_http``).
         render_mode: None or ``"ansi"``.
@@ -81,12 +88,16 @@ class HTTPToolsEnv(ToolCallingEnv):
     def __init__(
         self,
         *,
+        level: int | None = None,
+        task_config: object = None,
         split: Split = "dev",
         max_turns: int = 8,
         render_mode: str | None = None,
         grader_config: ToolHTTPGraderConfig = DEFAULT_CONFIG,
     ) -> None:
-        super().__init__(http_tools_source(), split=split, max_turns=max_turns, render_mode=render_mode)
+        super().__init__(
+            http_tools_source(task_config, level), split=split, max_turns=max_turns, render_mode=render_mode
+        )
         self.grader_config = grader_config
         self.tools: list[dict[str, Any]] = tool_schemas()
         self._offered: frozenset[str] = frozenset(TOOL_BY_NAME)

@@ -33,8 +33,9 @@ from frostgym.core.grade import Grade, call_grader
 from frostgym.core.messages import Message, message
 from frostgym.core.splits import Split
 from frostgym.core.tasks import Task
+from frostgym.envs.levels import level_config
 from frostgym.envs.tools.base import ToolCallingEnv
-from frostgym.envs.tools.tasks import bfcl_multi_turn_source
+from frostgym.envs.tools.tasks import BFCLMultiTurnSource, bfcl_multi_turn_source
 from frostgym.graders.tool_state import TurnEvidence, TurnVerdict, check_turn, grade_episode, grade_turn
 from frostgym.tools.bfcl_multi_turn import (
     ADDED_FUNCTIONS_PROMPT,
@@ -86,6 +87,8 @@ class MultiTurnToolsEnv(ToolCallingEnv):
             another split makes ``reset`` raise.
         categories: a non-empty subset of ``CATEGORIES`` (``ValueError`` otherwise):
             ``reset`` draws only from those, while a ``task_id`` may name any entry.
+        level: this id has no levels (its categories are perturbations of the same
+            conversations, not a ladder); anything but None is a ``ValueError``.
         max_steps_per_turn: replies per user turn, in [2, 100] (``ValueError`` otherwise).
         max_turns: replies per episode; by default never binding before the per-turn limit.
         stop_on_failure: end the episode at the first failed turn (BFCL scores all or nothing).
@@ -105,12 +108,14 @@ class MultiTurnToolsEnv(ToolCallingEnv):
         self,
         *,
         split: Split = "test",
+        level: int | None = None,
         categories: tuple[str, ...] | list[str] | str = CATEGORIES,
         max_steps_per_turn: int = DEFAULT_STEPS_PER_TURN,
         max_turns: int | None = None,
         stop_on_failure: bool = True,
         render_mode: str | None = None,
     ) -> None:
+        level_config(BFCLMultiTurnSource, level)  # none: raises for any level
         if not 2 <= max_steps_per_turn <= 100:
             raise ValueError(f"max_steps_per_turn must be in [2, 100], got {max_steps_per_turn}")
         chosen = (categories,) if isinstance(categories, str) else tuple(categories)

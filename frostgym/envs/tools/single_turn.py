@@ -23,8 +23,9 @@ from frostgym.core.grade import call_grader
 from frostgym.core.messages import Message, message
 from frostgym.core.splits import Split
 from frostgym.core.tasks import Task
+from frostgym.envs.levels import level_config
 from frostgym.envs.tools.base import ToolCallingEnv
-from frostgym.envs.tools.tasks import bfcl_source
+from frostgym.envs.tools.tasks import BFCLSource, bfcl_source
 from frostgym.graders.tool_ast import DEFAULT_CONFIG, ToolGraderConfig, grade_tool_calls
 from frostgym.tools.bfcl_data import CATEGORIES, check_categories
 from frostgym.tools.calls import ToolCall, as_json_data, parse_reply, render_calls
@@ -52,6 +53,11 @@ class ToolsEnv(ToolCallingEnv):
         categories: a category name or several (``frostgym.tools.bfcl_data.CATEGORIES``),
             or None for all: ``reset`` draws only from those, while a ``task_id`` may name
             any entry. ``UnknownTaskError`` for an unknown category.
+        level: BFCL's category groups as levels, or None: 1 simple, 2 multiple, 3 parallel,
+            4 parallel_multiple, each with its live twin (``BFCLSource.levels``). A level
+            is a preset of ``categories`` (give one or the other, else ``ValueError``):
+            ids keep BFCL's numbering and the lock stays the benchmark's.
+            ``ValueError`` lists the levels for one that is not.
         grader_config: the AST grader's options (``frostgym.graders.tool_ast``).
         render_mode: None or ``"ansi"``.
 
@@ -69,10 +75,15 @@ class ToolsEnv(ToolCallingEnv):
         self,
         *,
         split: Split = "test",
+        level: int | None = None,
         categories: str | Sequence[str] | None = None,
         render_mode: str | None = None,
         grader_config: ToolGraderConfig = DEFAULT_CONFIG,
     ) -> None:
+        if level is not None:
+            if categories is not None:
+                raise ValueError("ToolsEnv takes a level or categories, not both")
+            categories = level_config(BFCLSource, level)
         chosen = check_categories(categories)
         source = bfcl_source(None if chosen == CATEGORIES else chosen)
         super().__init__(source, split=split, max_turns=1, render_mode=render_mode)
