@@ -13,11 +13,13 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from frostgym.commands.calibrate import calibrate_cmd
 from frostgym.commands.compare import compare_cmd, trend_cmd
 from frostgym.core.env import FrozenEnv
 from frostgym.core.errors import FrostgymError
 from frostgym.core.splits import PUBLIC_SPLITS, parse_splits
 from frostgym.core.tasks import TaskSource
+from frostgym.envs.levels import env_levels
 from frostgym.envs.registry import EnvEntry
 from frostgym.envs.specs import EnvSpec, env_options, parse_env_specs
 
@@ -71,19 +73,25 @@ TASK_CONFIG_HELP = (
 
 
 @app.command("list")
-def list_envs(as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False) -> None:
-    """Registered env ids with family, difficulty and task counts per public split."""
+def list_envs(
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON (levels included) instead of a table.")] = False,
+    levels: Annotated[
+        bool, typer.Option("--levels", help="Also list each id's levels: what each is, its task counts, the default.")
+    ] = False,
+) -> None:
+    """Registered env ids with family, difficulty and task counts per public split, and
+    with --levels (always in --json) the levels each id takes as ``level=N``."""
     rows: list[dict[str, Any]] = []
     for e, env in _envs():
-        sizes = {split: env.source.size(split) for split in PUBLIC_SPLITS}
         rows.append(
             {
                 "id": e.id,
                 "family": env.family,
                 "difficulty": env.source.difficulty,
-                "tasks": sizes,
+                "tasks": _counts(env),
                 "task_config": None if env.source.config_type is None else env.source.config_record(),
                 "summary": e.summary,
+                **_levels(e.id),
             }
         )
     if as_json:
@@ -91,9 +99,56 @@ def list_envs(as_json: Annotated[bool, typer.Option("--json", help="Print JSON i
         return
     table = Table("id", "family", "difficulty", *PUBLIC_SPLITS, "summary")
     for row in rows:
-        counts = ["unbounded" if n is None else str(n) for n in row["tasks"].values()]
-        table.add_row(row["id"], row["family"], row["difficulty"], *counts, row["summary"])
+        table.add_row(row["id"], row["family"], row["difficulty"], *_shown(row["tasks"]), row["summary"])
     console.print(table)
+    if levels:
+        console.print(_levels_table(rows))
+
+
+def _counts(env: FrozenEnv) -> dict[str, int | None]:
+    """Tasks per public split that ``reset`` draws from (None: unbounded)."""
+    return {split: env.source.drawable_size(split) for split in PUBLIC_SPLITS}
+
+
+def _shown(counts: dict[str, int | None]) -> list[str]:
+    return ["unbounded" if n is None else str(n) for n in counts.values()]
+
+
+def _levels(env_id: str) -> dict[str, Any]:
+    """An id's levels for ``list``: each with its summary and task counts, the default
+    level (None: the default serves every level together, or there are none) and the note."""
+    from frostgym.envs.levels import env_levels, task_source_class
+
+    kind = task_source_class(env_id)
+    found = [
+        {
+            "level": level.level,
+            "summary": level.summary,
+            "default": level.default,
+            "tasks": _counts(_make(env_id, level=level.level)),
+        }
+        for level in env_levels(env_id)
+    ]
+    return {"levels": found, "default_level": kind.default_level, "levels_note": kind.levels_note}
+
+
+def _levels_table(rows: list[dict[str, Any]]) -> Table:
+    table = Table("id", "level", "what it is", *PUBLIC_SPLITS, "default")
+    for row in rows:
+        if not row["levels"]:
+            table.add_row(row["id"], "-", row["levels_note"] or "no levels", *([""] * len(PUBLIC_SPLITS)), "")
+            continue
+        for level in row["levels"]:
+            table.add_row(
+                row["id"],
+                str(level["level"]),
+                level["summary"],
+                *_shown(level["tasks"]),
+                "default" if level["default"] else "",
+            )
+        if row["default_level"] is None and row["levels_note"]:
+            table.add_row(row["id"], "all", row["levels_note"], *_shown(row["tasks"]), "default")
+    return table
 
 
 @app.command("eval")
@@ -357,7 +412,8 @@ def lock_cmd(
     ] = None,
 ) -> None:
     """Check (or, after a reviewed data change, rewrite) the locked task-data hashes: each
-    env's task source with its default config, and every other config its lock file holds.
+    env's task source with its default config, each of its levels, and every other config
+    its lock file holds.
     With --env, only that env's entries are checked or (--write) written into its lock."""
     from frostgym.core.fixture_lock import merge_lock, read_lock, write_lock
 
@@ -382,6 +438,11 @@ def lock_cmd(
             if key.startswith(f"{instance.source.name}~"):  # another config of this source
                 other = _make(env_id, task_config=entry.get("config")).source
                 sources[(instance.family, other.id_prefix)] = other
+        if spec is None or "level" not in spec.kwargs:  # every declared level, locked yet or not
+            for level in env_levels(env_id):
+                if not level.default:
+                    leveled = _make(env_id, **(spec.kwargs if spec is not None else {}), level=level.level).source
+                    sources.setdefault((instance.family, leveled.id_prefix), leveled)
     bad = []
     for path, sources in sorted(targets.items()):
         if write:  # a whole file from every env, or one env's entries merged into it
@@ -460,6 +521,7 @@ def record_cassettes_cmd(
 
 app.command("compare")(compare_cmd)
 app.command("trend")(trend_cmd)
+app.command("calibrate")(calibrate_cmd)
 
 
 def main() -> None:
