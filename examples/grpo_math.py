@@ -65,10 +65,20 @@ def load_model(tiny: bool, seed: int) -> tuple[Any, Any]:
 
 
 def rollout_card(
-    model: Any, tokenizer: Any, spec: EnvSpec, out: Path, *, episodes: int, seed: int, max_new_tokens: int
+    model: Any,
+    tokenizer: Any,
+    spec: EnvSpec,
+    out: Path,
+    *,
+    episodes: int | None,
+    seed: int,
+    max_new_tokens: int,
+    samples: int = 1,
+    temperature: float = 0.0,
 ) -> float:
-    """Greedy eval on the dev split of ``spec`` into a card at ``out``; returns pass@1."""
-    sampling = SamplingParams(max_new_tokens=max_new_tokens, seed=seed)
+    """Eval on the dev split of ``spec`` (``episodes`` tasks, None: all) into a card at
+    ``out``, ``samples`` per task at ``temperature`` (greedy by default); returns pass@1."""
+    sampling = SamplingParams(temperature=temperature, max_new_tokens=max_new_tokens, seed=seed)
     agent = HFAgent(model, tokenizer, sampling=sampling, batch_size=16, model_id=str(out))
     options = RunOptions(
         split="dev", batch_size=16, env_options={spec.env_id: dict(spec.kwargs)} if spec.kwargs else {}
@@ -78,7 +88,7 @@ def rollout_card(
         agent_spec=f"hf:{out.name}",
         sampling=sampling.to_dict(),
         episodes=episodes,
-        samples=1,
+        samples=samples,
         seed=seed,
         options=options,
     )
@@ -106,7 +116,11 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     parser.add_argument("--out", type=Path, default=Path("runs/grpo-math"))
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--eval-episodes", type=int, default=None, help="dev tasks per card (default 8 tiny, 50)")
+    parser.add_argument(
+        "--eval-episodes", type=int, default=None, help="dev tasks per card (default 8 tiny, 50; 0: all)"
+    )
+    parser.add_argument("--eval-samples", type=int, default=1, help="episodes per dev task in each card")
+    parser.add_argument("--eval-temperature", type=float, default=0.0, help="sampling temperature of the cards")
     parser.add_argument("--max-new-tokens", type=int, default=None, help="per completion (default 32 tiny, 256)")
     parser.add_argument("--batch", type=int, default=None, help="completions per step (default 4 tiny, 8)")
     parser.add_argument("--generations", type=int, default=4, help="completions per prompt (a GRPO group)")
@@ -117,10 +131,18 @@ def main() -> None:
 
     (spec,) = parse_env_specs(args.env)
     max_new_tokens = args.max_new_tokens or (32 if args.tiny else 256)
-    episodes = args.eval_episodes or (8 if args.tiny else 50)
+    episodes = None if args.eval_episodes == 0 else args.eval_episodes or (8 if args.tiny else 50)
+    evaluation = {"samples": args.eval_samples, "temperature": args.eval_temperature}
     model, tokenizer = load_model(args.tiny, args.seed)
     before = rollout_card(
-        model, tokenizer, spec, args.out / "before", episodes=episodes, seed=args.seed, max_new_tokens=max_new_tokens
+        model,
+        tokenizer,
+        spec,
+        args.out / "before",
+        episodes=episodes,
+        seed=args.seed,
+        max_new_tokens=max_new_tokens,
+        **evaluation,
     )
 
     batch = args.batch or (4 if args.tiny else 8)
@@ -154,6 +176,7 @@ def main() -> None:
         report_to="none",
         seed=args.seed,
         use_cpu=not torch.cuda.is_available(),
+        gradient_checkpointing=False,  # 135M parameters fit; recomputing activations only costs time
         bf16=False,
     )
     trainer = GRPOTrainer(model=model, reward_funcs=funcs, args=config, train_dataset=data, processing_class=tokenizer)
@@ -178,6 +201,7 @@ def main() -> None:
         episodes=episodes,
         seed=args.seed,
         max_new_tokens=max_new_tokens,
+        **evaluation,
     )
     summary = {
         "env": str(spec),

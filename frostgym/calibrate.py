@@ -19,6 +19,8 @@ from typing import Any
 from frostgym.agents.base import Agent
 from frostgym.cards.run import card_config, run_to_card
 from frostgym.compare.stats import Interval, wilson_interval
+from frostgym.core.splits import parse_splits
+from frostgym.envs.registry import make_env
 from frostgym.envs.specs import EnvSpec
 from frostgym.runner import RunOptions
 
@@ -65,20 +67,25 @@ def probe_levels(
     batch_size: int = 64,
     on_level: Callable[[LevelProbe], None] | None = None,
 ) -> list[LevelProbe]:
-    """Probe ``agent`` on ``episodes`` tasks of ``split`` at each of ``levels`` of ``spec``
-    (its own arguments kept, ``level`` set), each into the card ``out/level-N``, and return
-    the probes in the order given. ``resume`` finishes cards a killed calibration left.
-    Raises what ``run_to_card`` raises (a level the env lacks: ``ValueError``)."""
+    """Probe ``agent`` on ``episodes`` tasks of ``split`` (all of them where a level has
+    fewer) at each of ``levels`` of ``spec`` (its own arguments kept, ``level`` set), each
+    into the card ``out/level-N``, and return the probes in the order given. ``resume``
+    finishes cards a killed calibration left. Raises what ``run_to_card`` raises (a level
+    the env lacks: ``ValueError``)."""
     probes = []
     for level in levels:
-        options = RunOptions(
-            split=split, env_options={spec.env_id: {**spec.kwargs, "level": level}}, batch_size=batch_size
-        )
+        kwargs = {**spec.kwargs, "level": level}
+        options = RunOptions(split=split, env_options={spec.env_id: kwargs}, batch_size=batch_size)
+        env = make_env(spec.env_id, split, kwargs)
+        try:
+            size = env.source.size(parse_splits(split)[0])
+        finally:
+            env.close()
         config = card_config(
             env_ids=[spec.env_id],
             agent_spec=agent_spec,
             sampling=sampling,
-            episodes=episodes,
+            episodes=None if size is not None and size <= episodes else episodes,
             samples=1,
             seed=seed,
             options=options,

@@ -244,6 +244,10 @@ class CurriculumEnv(gymnasium.Env[Observation, Action]):
             self.sampler.record([float(reward) == 1.0], level=self._level)
         return observation, reward, terminated, truncated, {**info, "level": self._level}
 
+    def oracle_action(self) -> Action:
+        """The gold action for the current step (``FrozenEnv.oracle_action`` of the level played)."""
+        return self._env(self._level).oracle_action()
+
     def close(self) -> None:
         for env in self._envs.values():
             env.close()

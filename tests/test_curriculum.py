@@ -3,9 +3,13 @@ logs each decision, and is a pure function of its config, seed and history."""
 
 from __future__ import annotations
 
+import itertools
+from typing import cast
+
+import gymnasium
 import pytest
 
-from frostgym.curriculum import Curriculum, CurriculumConfig
+from frostgym.curriculum import Curriculum, CurriculumConfig, CurriculumEnv, CurriculumSampler
 
 
 def test_config_refuses_what_cannot_be_a_curriculum() -> None:
@@ -67,3 +71,66 @@ def test_the_level_is_a_pure_function_of_the_history() -> None:
         return seen
 
     assert levels() == levels()
+
+
+def _sampler(seed: int = 0, window: int = 4) -> CurriculumSampler:
+    return CurriculumSampler("frostgym/Arithmetic-v0", CurriculumConfig((1, 2, 3), 1, window=window), seed=seed)
+
+
+def test_the_sampler_draws_at_the_current_level_from_the_seed_and_history() -> None:
+    first, second, other = _sampler(), _sampler(), _sampler(seed=1)
+    try:
+        drawn = first.next(4)
+        assert drawn == second.next(4)
+        assert drawn != other.next(4)
+        assert all(t.level == 1 and t.task_id.startswith("arithmetic~L1/train/") for t in drawn)
+        for sampler in (first, second):
+            sampler.record([True] * 4)  # too easy: up a level
+        assert first.curriculum.level == 2
+        after = first.next(3)
+        assert after == second.next(3)
+        assert all(t.level == 2 and t.task_id.startswith("arithmetic~L2/train/") for t in after)
+    finally:
+        for sampler in (first, second, other):
+            sampler.close()
+
+
+def test_curriculum_envs_in_a_vector_env_move_up_on_oracle_play() -> None:
+    sampler = _sampler(window=4)
+    vector = gymnasium.vector.SyncVectorEnv([lambda: CurriculumEnv(sampler) for _ in range(2)])
+    try:
+        levels = []
+        for _ in range(4):
+            _, infos = vector.reset()
+            levels.append(list(infos["level"]))
+            actions = tuple(cast(CurriculumEnv, env).oracle_action() for env in vector.envs)
+            _, rewards, terminated, _, _ = vector.step(actions)
+            assert list(rewards) == [1.0, 1.0] and all(terminated)
+        assert levels == [[1, 1], [1, 1], [2, 2], [2, 2]]  # 4 passes at a level: up one
+        assert [s["move"] for s in sampler.curriculum.log_records()].count("up") == 2
+        assert sampler.curriculum.level == 3
+    finally:
+        vector.close()
+        sampler.close()
+
+
+def test_trl_rewards_feed_the_curriculum_back() -> None:
+    pytest.importorskip("datasets", reason="datasets is not installed")
+    from frostgym.integrations.trl import curriculum_dataset, reward_functions
+
+    sampler = _sampler(window=4)
+    try:
+        funcs = reward_functions("frostgym/Arithmetic-v0", curriculum=sampler)
+        rows = list(itertools.islice(iter(curriculum_dataset(sampler, batch=4)), 4))
+        assert [r["level"] for r in rows] == [1, 1, 1, 1]
+        gold = []
+        for row in rows:
+            env = sampler.env(row["level"])
+            env.reset(seed=row["episode_seed"], options={"task_id": row["task_id"]})
+            gold.append(env.oracle_action())
+        columns = {k: [r[k] for r in rows] for k in ("task_id", "episode_seed", "split", "level")}
+        scores = funcs[-1](prompts=[r["prompt"] for r in rows], completions=gold, **columns)
+        assert scores == [1.0] * 4
+        assert sampler.curriculum.level == 2 and sampler.batches == [(1,)]
+    finally:
+        sampler.close()
