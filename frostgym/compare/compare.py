@@ -9,8 +9,10 @@ marked, not hidden.
 
 Cards whose plans differ are refused (``PlanMismatchError``, naming the difference) unless
 ``overlap=True``, when only the shared episodes are compared and each side's unpaired count
-is reported. Both cards are streamed (``frostgym.compare.reading``) and reduced to
-``EpisodeFacts`` on the way, so two 100k-episode cards fit in well under a gigabyte.
+is reported. Both cards are streamed (``frostgym.compare.reading``; two large ones at once,
+``frostgym.compare.parallel``) and reduced to columns (``EpisodeFacts``) on the way, so two
+100k-episode cards fit in well under a gigabyte and the comparison is array arithmetic
+over their rows.
 
 The result is plain data with a fixed order and no timestamps: the same two cards give
 byte-identical JSON.
@@ -27,22 +29,22 @@ from typing import Any
 
 import numpy as np
 
-from frostgym.cards.views import RULE_NAMES, Rule, TaskValues, default_ks
+from frostgym.cards.views import RULE_NAMES, Rule, default_ks
 from frostgym.compare.costs import COST_METRICS, CostDelta, cost_deltas
 from frostgym.compare.diagnostics import DIAGNOSTIC_METRICS, Diagnostics, diagnose, task_diversity
-from frostgym.compare.facts import EpisodeFacts
+from frostgym.compare.facts import EpisodeFacts, IntArray, TaskKey
 from frostgym.compare.gates import Decision, Gate, GateResult, Measure, SliceName, judge
+from frostgym.compare.parallel import read_both
 from frostgym.compare.private_gap import PrivateGap, private_gaps
-from frostgym.compare.reading import CardFacts, PlanMismatchError, plan_difference, read_both
+from frostgym.compare.reading import CardFacts, PlanMismatchError, paused_gc, plan_difference
 from frostgym.compare.views import (
     SliceId,
-    TaskKey,
     ViewDelta,
+    components_of,
     counted,
     discordant_by_task,
-    per_task,
     slice_deltas,
-    task_matrix,
+    task_sums,
     view_names,
 )
 
@@ -172,83 +174,101 @@ def compare_cards(
     difference = plan_difference(base_facts, cand_facts)
     if difference is not None and not overlap:
         raise PlanMismatchError(f"the cards' plans differ: {difference}; pass --overlap to compare the shared episodes")
-    comparison = _compare(base_facts, cand_facts, overlap)
+    with paused_gc():  # as while reading: many short-lived objects beside two large plans
+        comparison = _compare(base_facts, cand_facts, overlap)
     return comparison if gates is None else comparison.with_gates(gates)
 
 
 def _compare(base: CardFacts, cand: CardFacts, overlap: bool) -> Comparison:
     # A plan id both plans hold with the same entry (env, task, sample, seed) is one episode.
-    shared = sorted(i for i in set(base.facts) & set(cand.facts) if base.plan[i] == cand.plan[i])
+    shared = sorted(base.rows.keys() & cand.rows.keys())
+    if base.card["plan"]["episodes"] != cand.card["plan"]["episodes"]:  # else every shared entry is the same
+        shared = [i for i in shared if base.plan[i] == cand.plan[i]]
     pairing = Pairing(len(shared), len(base.facts) - len(shared), len(cand.facts) - len(shared), overlap)
-    pairs = [(base.facts[plan_id], cand.facts[plan_id]) for plan_id in shared]
-    per_task_n = Counter(b.task for b, _ in pairs)
-    ks = tuple(default_ks(max(per_task_n.values(), default=1)))
-    components = {name for b, c in pairs for side in (b, c) for name in side.as_sample.components or ()}
+    # Row i of each side is the i-th pair, in plan id order.
+    b = base.facts.take(np.array([base.rows[i] for i in shared], dtype=np.int64))
+    c = cand.facts.take(np.array([cand.rows[i] for i in shared], dtype=np.int64))
+    per_task_n = np.bincount(b.task, minlength=len(b.task_keys))
+    ks = tuple(default_ks(int(per_task_n.max()) if len(shared) else 1))
+    tasks: list[TaskKey] = sorted(b.task_keys[t] for t in np.flatnonzero(per_task_n).tolist())
+    row_of = {task: row for row, task in enumerate(tasks)}
+    base_row = _task_rows(b, row_of)
+    cand_row = _task_rows(c, row_of)
+    components = [*components_of(b), *components_of(c)]
     views = view_names(ks, components)
 
-    tables: dict[Rule, tuple[dict[TaskKey, TaskValues], dict[TaskKey, TaskValues]]] = {}
-    for rule in RULE_NAMES:
-        if rule != RULE_NAMES[0] and not any(b.drop_class or c.drop_class for b, c in pairs):
-            tables[rule] = tables[RULE_NAMES[0]]  # no drops: every rule counts the same episodes
+    # Per task, rule and view: base numerator, base denominator, cand numerator, cand denominator.
+    matrix = np.zeros((len(tasks), len(RULE_NAMES), len(views), 4))
+    drops = bool((~b.done).any() or (~c.done).any())
+    for r, rule in enumerate(RULE_NAMES):
+        if r and not drops:
+            matrix[:, r] = matrix[:, 0]  # no drops: every rule counts the same episodes
             continue
-        tables[rule] = (
-            per_task(counted((b for b, _ in pairs), rule), ks),
-            per_task(counted((c for _, c in pairs), rule), ks),
-        )
-    tasks: list[TaskKey] = sorted(per_task_n)
-    matrix = task_matrix(tasks, tables, views)
-    row_of = {task: row for row, task in enumerate(tasks)}
+        matrix[:, r, :, 0:2] = task_sums(b, counted(b, rule), base_row, len(tasks), ks, views)
+        matrix[:, r, :, 2:4] = task_sums(c, counted(c, rule), cand_row, len(tasks), ks, views)
 
-    members: dict[SliceId, set[TaskKey]] = defaultdict(set)
-    for b, _ in pairs:
-        for slice_id in _slice_ids(b):
-            members[slice_id].add(b.task)
+    members = _members(b, row_of)
     slice_ids: list[SliceId] = [("overall", ""), *sorted(members)]
-    all_tasks = set(tasks)
-    by_task = discordant_by_task(pairs)
+    all_rows = np.arange(len(tasks), dtype=np.int64)
+    by_task = discordant_by_task(b, c, base_row, len(tasks))
     deltas: list[ViewDelta] = []
     # A slice with the same tasks as one before it (one env's card: overall, its env, its
     # difficulty) has the same values and, seeded by its tasks, the same intervals.
     done: dict[tuple[int, ...], list[ViewDelta]] = {}
     for slice_id in slice_ids:
-        in_slice = all_tasks if slice_id[0] == "overall" else members[slice_id]
-        indices = tuple(sorted(row_of[t] for t in in_slice))
-        if indices not in done:
-            discordant = {rule: _sum_counts(by_task[rule], in_slice) for rule in RULE_NAMES}
-            seed = task_set_seed([tasks[i] for i in indices])
-            rows = matrix[np.array(indices, dtype=np.int64)]
-            done[indices] = slice_deltas(slice_id, seed, rows, discordant, views)
-        deltas.extend(replace(v, slice=slice_id[0], key=slice_id[1]) for v in done[indices])
+        indices = all_rows if slice_id[0] == "overall" else np.array(sorted(members[slice_id]), dtype=np.int64)
+        key = tuple(indices.tolist())
+        if key not in done:
+            discordant = {rule: by_task[rule].within(indices) for rule in RULE_NAMES}
+            seed = task_set_seed([tasks[i] for i in key])
+            done[key] = slice_deltas(slice_id, seed, matrix[indices], discordant, views)
+        deltas.extend(replace(v, slice=slice_id[0], key=slice_id[1]) for v in done[key])
 
-    envs = sorted({b.env_id for b, _ in pairs})
-    diversity = [task_diversity([pair[index] for pair in pairs]) for index in (0, 1)]
-    by_label: dict[str, list[tuple[EpisodeFacts, EpisodeFacts]]] = {"overall": pairs}
+    env_of_task = b.env_of_task()
+    pair_env = np.array([env_of_task[t] for t in range(len(b.task_keys))], dtype=object)[b.task]
+    by_label: dict[str, tuple[EpisodeFacts, EpisodeFacts]] = {"overall": (b, c)}
+    envs = sorted(set(pair_env.tolist()))
     for env_id in envs:
-        by_label[f"env={env_id}"] = [(b, c) for b, c in pairs if b.env_id == env_id]
+        in_env = pair_env == env_id
+        by_label[f"env={env_id}"] = (b, c) if len(envs) == 1 else (b.take(in_env), c.take(in_env))
+    diversity = (task_diversity(b), task_diversity(c))
     return Comparison(
         base=str(base.directory),
         cand=str(cand.directory),
         pairing=pairing,
         ks=ks,
-        drops={side: _drop_counts(f for f in facts.facts.values()) for side, facts in (("base", base), ("cand", cand))},
+        drops={side: _drop_counts(facts.facts) for side, facts in (("base", base), ("cand", cand))},
         views=tuple(deltas),
-        transitions=_transitions(pairs),
-        costs=tuple(cost for label, group in by_label.items() for cost in cost_deltas(label, group)),
+        transitions=_transitions(b, c),
+        costs=tuple(cost for label, (bs, cs) in by_label.items() for cost in cost_deltas(label, bs, cs)),
         diagnostics={
-            side: {
-                label: diagnose([pair[index] for pair in group], diversity[index]) for label, group in by_label.items()
-            }
+            side: {label: diagnose(group[index], diversity[index]) for label, group in by_label.items()}
             for index, side in ((0, "base"), (1, "cand"))
         },
         slices={kind: tuple(sorted(key for k, key in members if k == kind)) for kind in SLICE_KINDS},
-        private_gaps=tuple(private_gaps(pairs)),
+        private_gaps=tuple(private_gaps(b, c)),
     )
 
 
-def _slice_ids(fact: EpisodeFacts) -> list[SliceId]:
-    ids: list[SliceId] = [("env", fact.env_id), ("difficulty", fact.difficulty or "none")]
-    ids.extend(("tag", tag) for tag in sorted(set(fact.tags)))
-    return ids
+def _task_rows(facts: EpisodeFacts, row_of: Mapping[TaskKey, int]) -> IntArray:
+    """Each row's task as a row of the comparison's task list (-1: not in it)."""
+    rows: IntArray = np.array([row_of.get(key, -1) for key in facts.task_keys], dtype=np.int64)
+    return rows[facts.task] if len(facts) else np.zeros(0, dtype=np.int64)
+
+
+def _members(pairs: EpisodeFacts, row_of: Mapping[TaskKey, int]) -> dict[SliceId, set[int]]:
+    """The task rows of each slice (env, difficulty, tag) the base side's pairs fall in."""
+    members: dict[SliceId, set[int]] = defaultdict(set)
+    names, tag_sets = len(pairs.names), len(pairs.tag_sets)
+    combos = np.unique((pairs.task * names + pairs.difficulty) * tag_sets + pairs.tags).tolist()
+    for combo in combos:
+        task, difficulty, tags = combo // (names * tag_sets), combo // tag_sets % names, combo % tag_sets
+        key = pairs.task_keys[task]
+        ids: list[SliceId] = [("env", key[0]), ("difficulty", pairs.names[difficulty] or "none")]
+        ids.extend(("tag", tag) for tag in sorted(set(pairs.tag_sets[tags])))
+        for slice_id in ids:
+            members[slice_id].add(row_of[key])
+    return members
 
 
 def task_set_seed(tasks: Sequence[TaskKey]) -> tuple[str, ...]:
@@ -258,28 +278,33 @@ def task_set_seed(tasks: Sequence[TaskKey]) -> tuple[str, ...]:
     return ("compare", digest)
 
 
-def _sum_counts(counts: Mapping[TaskKey, tuple[int, int]], tasks: set[TaskKey]) -> tuple[int, int] | None:
-    """A slice's discordant pair counts: the sum over its tasks, None when none has a pair."""
-    cells = [counts[t] for t in tasks if t in counts]
-    return (sum(c[0] for c in cells), sum(c[1] for c in cells)) if cells else None
+def _outcomes(facts: EpisodeFacts) -> tuple[list[str], IntArray]:
+    """The outcomes the rows have (a drop class, passed, or the grade's label: "failed"
+    without one), and each row's index among them."""
+    names = len(facts.names)
+    combos, inverse = np.unique((facts.drop * 2 + facts.passed) * names + facts.label, return_inverse=True)
+    outcomes = []
+    for combo in combos.tolist():
+        drop, passed, label = combo // (2 * names), combo // names % 2, combo % names
+        outcomes.append(f"drop:{facts.names[drop]}" if drop else "passed" if passed else facts.names[label] or "failed")
+    return outcomes, inverse.reshape(-1)
 
 
-def _outcome(fact: EpisodeFacts) -> str:
-    if fact.drop_class is not None:
-        return f"drop:{fact.drop_class}"
-    if fact.passed:
-        return "passed"
-    return fact.label or "failed"
-
-
-def _transitions(pairs: Sequence[tuple[EpisodeFacts, EpisodeFacts]]) -> tuple[Transition, ...]:
-    counts = Counter((_outcome(b), _outcome(c)) for b, c in pairs)
+def _transitions(base: EpisodeFacts, cand: EpisodeFacts) -> tuple[Transition, ...]:
+    base_outcomes, base_rows = _outcomes(base)
+    cand_outcomes, cand_rows = _outcomes(cand)
+    width = len(cand_outcomes)
+    pairs, numbers = np.unique(base_rows * width + cand_rows, return_counts=True)
+    counts: Counter[tuple[str, str]] = Counter()
+    for pair, count in zip(pairs.tolist(), numbers.tolist(), strict=True):
+        counts[(base_outcomes[pair // width], cand_outcomes[pair % width])] += count
     ordered = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
     return tuple(Transition(base, cand, count) for (base, cand), count in ordered)
 
 
-def _drop_counts(facts: Any) -> dict[str, int]:
-    return dict(sorted(Counter(f.drop_class for f in facts if f.drop_class is not None).items()))
+def _drop_counts(facts: EpisodeFacts) -> dict[str, int]:
+    counts = np.bincount(facts.drop, minlength=len(facts.names)).tolist()
+    return dict(sorted((facts.names[code], n) for code, n in enumerate(counts) if code and n))
 
 
 def _slice_label(slice_name: str, key: str) -> str:

@@ -8,9 +8,10 @@ toward spend, drops included: their tokens were spent too.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
 
 from frostgym.compare.facts import EpisodeFacts
 
@@ -45,26 +46,29 @@ class CostDelta:
         }
 
 
-def costs(facts: Sequence[EpisodeFacts]) -> dict[str, float | None]:
+def costs(facts: EpisodeFacts) -> dict[str, float | None]:
     """Each cost metric of one side. Token costs are None when the agent reported no
     token counts (the oracle, a replay); per-success costs are None with no success."""
     episodes = len(facts)
-    successes = sum(1 for f in facts if f.passed)
-    counted = [f.completion_tokens for f in facts if f.completion_tokens is not None]
-    tokens = float(sum(counted)) if counted else None
+    successes = int(facts.passed.sum())
+    reported = facts.completion_tokens[~np.isnan(facts.completion_tokens)]
+    # Python's sum in row order, as the per-episode loop this replaces added them.
+    tokens = float(sum(reported.tolist())) if len(reported) else None
+    turns, calls = int(facts.turns.sum()), int(facts.tool_calls.sum())
     return {
         "tokens_per_episode": None if tokens is None or not episodes else tokens / episodes,
         "tokens_per_success": None if tokens is None or not successes else tokens / successes,
-        "turns_per_success": sum(f.turns for f in facts) / successes if successes else None,
-        "tool_calls_per_episode": sum(f.tool_calls for f in facts) / episodes if episodes else None,
-        "wall_seconds_per_episode": sum(f.wall_seconds for f in facts) / episodes if episodes else None,
+        "turns_per_success": turns / successes if successes else None,
+        "tool_calls_per_episode": calls / episodes if episodes else None,
+        "wall_seconds_per_episode": sum(facts.wall_seconds.tolist()) / episodes if episodes else None,
     }
 
 
-def cost_deltas(label: str, pairs: Sequence[tuple[EpisodeFacts, EpisodeFacts]]) -> list[CostDelta]:
-    """Every cost of one slice's paired episodes, base against cand."""
-    base = costs([b for b, _ in pairs])
-    cand = costs([c for _, c in pairs])
+def cost_deltas(label: str, base_facts: EpisodeFacts, cand_facts: EpisodeFacts) -> list[CostDelta]:
+    """Every cost of one slice's paired episodes (row i of each side is one pair), base
+    against cand."""
+    base = costs(base_facts)
+    cand = costs(cand_facts)
     out = []
     for metric in COST_METRICS:
         b, c = base[metric], cand[metric]

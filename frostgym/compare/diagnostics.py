@@ -24,19 +24,17 @@ Definitions (also in the README):
 from __future__ import annotations
 
 import array
-from collections import defaultdict
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from itertools import combinations
 from typing import Any
 
 import numpy as np
 
-from frostgym.compare.facts import SKETCHED_SAMPLES, EpisodeFacts
+from frostgym.compare.facts import SKETCHED_SAMPLES, EpisodeFacts, TaskKey
+from frostgym.compare.groups import group
 from frostgym.compare.replies import REPETITION_RATIO, similarity
 from frostgym.compare.stats import stable
-
-TaskKey = tuple[str, str]
 
 #: The JSON lists at most this many suspects per side and slice (the count is always whole).
 MAX_LISTED_SUSPECTS = 200
@@ -99,33 +97,40 @@ class Diagnostics:
         }
 
 
-def diagnose(facts: Sequence[EpisodeFacts], diversity: Mapping[TaskKey, TaskDiversity] | None = None) -> Diagnostics:
+def diagnose(facts: EpisodeFacts, diversity: Mapping[TaskKey, TaskDiversity] | None = None) -> Diagnostics:
     """The diagnostics of one side's episodes (drops are left out: they have no reply).
     ``diversity`` is ``task_diversity`` of a superset of them, computed once and shared by
     every slice; by default it is computed here."""
-    done = [f for f in facts if f.drop_class is None]
-    tokens = np.array([f.completion_tokens for f in done if f.completion_tokens is not None], dtype=np.float64)
-    judged = [f.bigram_ratio for f in done if f.bigram_ratio is not None]
-    passed = [f for f in done if f.passed]
+    done = facts.done
+    episodes = int(done.sum())
+    tokens = facts.completion_tokens[done]
+    tokens = tokens[~np.isnan(tokens)]
+    judged = facts.bigram_ratio[done]
+    judged = judged[~np.isnan(judged)]
+    passed = done & facts.passed
     suspects = tuple(
         sorted(
-            (Suspect(f.episode_id or "", f.plan_id, f.suspicion) for f in passed if f.suspicion is not None),
+            (
+                Suspect(episode_id or "", facts.plan_ids[row], reason)
+                for row, (episode_id, reason) in facts.suspects.items()
+                if passed[row]
+            ),
             key=lambda s: s.plan_id,
         )
     )
-    distinct, similar, identical, tasks = _diversity(done, task_diversity(done) if diversity is None else diversity)
+    distinct, similar, identical, tasks = _diversity(facts, task_diversity(facts) if diversity is None else diversity)
     return Diagnostics(
-        episodes=len(done),
+        episodes=episodes,
         mean_completion_tokens=stable(float(tokens.mean())) if len(tokens) else None,
         p50_completion_tokens=stable(float(np.percentile(tokens, 50))) if len(tokens) else None,
         p95_completion_tokens=stable(float(np.percentile(tokens, 95))) if len(tokens) else None,
-        truncation_rate=_share(sum(f.truncated for f in done), len(done)),
-        repetition_rate=_share(sum(r < REPETITION_RATIO for r in judged), len(judged)),
+        truncation_rate=_share(int(facts.truncated[done].sum()), episodes),
+        repetition_rate=_share(int((judged < REPETITION_RATIO).sum()), len(judged)),
         tasks_with_samples=tasks,
         distinct_answers_per_task=distinct,
         mean_pairwise_similarity=similar,
         identical_samples_rate=identical,
-        reward_hacking_rate=(_share(len(suspects), len(passed)) or 0.0) if done else None,
+        reward_hacking_rate=(_share(len(suspects), int(passed.sum())) or 0.0) if episodes else None,
         suspects=suspects,
     )
 
@@ -140,31 +145,42 @@ class TaskDiversity:
     identical: bool
 
 
-def task_diversity(done: Sequence[EpisodeFacts]) -> dict[TaskKey, TaskDiversity]:
+def task_diversity(facts: EpisodeFacts) -> dict[TaskKey, TaskDiversity]:
     """The diversity of every task with at least two completed samples."""
-    by_task: dict[TaskKey, list[EpisodeFacts]] = defaultdict(list)
-    for fact in done:
-        if fact.drop_class is None:
-            by_task[fact.task].append(fact)
+    by_task = group(facts.task, np.flatnonzero(facts.done))
+    order = by_task.order.tolist()
+    answers = facts.answer[by_task.order].tolist()
+    crcs = facts.reply_crc[by_task.order].tolist()
+    samples = facts.sample[by_task.order].tolist()
     out: dict[TaskKey, TaskDiversity] = {}
-    for key, samples in by_task.items():
-        if len(samples) < 2:
+    for task, start, end in zip(by_task.keys, by_task.starts, by_task.ends, strict=True):
+        if end - start < 2:
             continue
-        sketched = sorted((f for f in samples if f.sample < SKETCHED_SAMPLES), key=lambda f: f.sample)
-        sketches = [frozenset(array.array("I", f.reply_sketch)) for f in sketched]
-        pairs = [similarity(a, b) for a, b in combinations(sketches, 2)]
-        out[key] = TaskDiversity(
-            distinct_answers=len({f.answer for f in samples if f.answer is not None}),
+        sketched = sorted((i for i in range(start, end) if samples[i] < SKETCHED_SAMPLES), key=samples.__getitem__)
+        pairs = _similarities([facts.reply_sketch[order[i]] for i in sketched])
+        out[facts.task_keys[task]] = TaskDiversity(
+            distinct_answers=len({a for a in answers[start:end] if a}),
             similarity=sum(pairs) / len(pairs) if pairs else None,
-            identical=len({f.reply_crc for f in samples}) == 1,
+            identical=len(set(crcs[start:end])) == 1,
         )
     return out
 
 
+def _similarities(sketches: list[bytes]) -> list[float]:
+    """``replies.similarity`` of every pair of packed sketches, in ``combinations`` order
+    (equal sketches are alike, 1.0, without unpacking them)."""
+    pairs = list(combinations(range(len(sketches)), 2))
+    if all(sketches[i] == sketches[j] for i, j in pairs):
+        return [1.0] * len(pairs)
+    sets = [frozenset(array.array("I", sketch)) for sketch in sketches]
+    return [1.0 if sketches[i] == sketches[j] else similarity(sets[i], sets[j]) for i, j in pairs]
+
+
 def _diversity(
-    done: Sequence[EpisodeFacts], diversity: Mapping[TaskKey, TaskDiversity]
+    done: EpisodeFacts, diversity: Mapping[TaskKey, TaskDiversity]
 ) -> tuple[float | None, float | None, float | None, int]:
-    tasks = sorted({f.task for f in done if f.task in diversity})
+    keys = (done.task_keys[task] for task in np.unique(done.task[done.done]).tolist())
+    tasks = sorted(key for key in keys if key in diversity)
     if not tasks:
         return None, None, None, 0
     values = [diversity[t] for t in tasks]

@@ -11,7 +11,6 @@ grows by more than its interval is the tell.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,37 +49,41 @@ class PrivateGap:
         }
 
 
-def private_gaps(pairs: Sequence[tuple[EpisodeFacts, EpisodeFacts]]) -> list[PrivateGap]:
-    """A gap per env whose paired episodes include both test and private tasks."""
-    by_env: dict[str, list[tuple[EpisodeFacts, EpisodeFacts]]] = defaultdict(list)
-    for pair in pairs:
-        by_env[pair[0].env_id].append(pair)
+def private_gaps(base: EpisodeFacts, cand: EpisodeFacts) -> list[PrivateGap]:
+    """A gap per env whose paired episodes include both test and private tasks; row i of
+    ``base`` and ``cand`` is one pair."""
+    env_of_task = base.env_of_task()
+    envs = [env_of_task[task] for task in base.task.tolist()]
+    splits = [base.names[split] for split in base.split.tolist()]
+    by_env: dict[str, list[int]] = defaultdict(list)
+    for row, env_id in enumerate(envs):
+        by_env[env_id].append(row)
     gaps = []
     for env_id in sorted(by_env):
-        env_pairs = by_env[env_id]
-        if {b.split for b, _ in env_pairs} >= {PUBLIC, PRIVATE}:
-            gaps.append(_gap(env_id, env_pairs))
+        rows = by_env[env_id]
+        if {splits[row] for row in rows} >= {PUBLIC, PRIVATE}:
+            gaps.append(_gap(env_id, base, cand, [row for row in rows if splits[row] in (PUBLIC, PRIVATE)], splits))
     return gaps
 
 
-def _gap(env_id: str, pairs: Sequence[tuple[EpisodeFacts, EpisodeFacts]]) -> PrivateGap:
-    tasks = sorted({b.task for b, _ in pairs if b.split in (PUBLIC, PRIVATE)})
-    row = {task: i for i, task in enumerate(tasks)}
+def _gap(env_id: str, base: EpisodeFacts, cand: EpisodeFacts, rows: list[int], splits: list[Any]) -> PrivateGap:
+    tasks = sorted({base.task_keys[base.task[row]] for row in rows})
+    row_of = {task: i for i, task in enumerate(tasks)}
     sums = np.zeros((2, len(tasks), 4))  # split (test, private) x task x [base num, den, cand num, den]
-    for b, c in pairs:
-        if b.split not in (PUBLIC, PRIVATE):
-            continue
-        s = 0 if b.split == PUBLIC else 1
-        for side, fact in ((0, b), (2, c)):
-            if counted((fact,), "errors_as_failures"):
-                sums[s, row[b.task], side] += fact.reward
-                sums[s, row[b.task], side + 1] += 1
+    counted_rows = (counted(base, "errors_as_failures"), counted(cand, "errors_as_failures"))
+    for row in rows:
+        s = 0 if splits[row] == PUBLIC else 1
+        task = row_of[base.task_keys[base.task[row]]]
+        for side, facts, counts in ((0, base, counted_rows[0]), (2, cand, counted_rows[1])):
+            if counts[row]:
+                sums[s, task, side] += facts.reward[row]
+                sums[s, task, side + 1] += 1
     columns = [RatioColumn(*(sums[s, :, j] for j in range(4))) for s in (0, 1)]
-    base = [float(sums[s, :, 0].sum() / sums[s, :, 1].sum()) for s in (0, 1)]
-    cand = [float(sums[s, :, 2].sum() / sums[s, :, 3].sum()) for s in (0, 1)]
+    base_means = [float(sums[s, :, 0].sum() / sums[s, :, 1].sum()) for s in (0, 1)]
+    cand_means = [float(sums[s, :, 2].sum() / sums[s, :, 3].sum()) for s in (0, 1)]
     resampled = bootstrap_deltas(columns, ("compare", "private_gap", env_id))
     interval = percentile_interval(resampled[:, 0] - resampled[:, 1])
-    base_gap, cand_gap = base[0] - base[1], cand[0] - cand[1]
+    base_gap, cand_gap = base_means[0] - base_means[1], cand_means[0] - cand_means[1]
     return PrivateGap(
         env_id=env_id,
         base_gap=stable(base_gap),

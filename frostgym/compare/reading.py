@@ -1,16 +1,18 @@
-"""Read one card for a comparison: its plan, and every episode reduced to ``EpisodeFacts``.
+"""Read one card for a comparison: its plan, and every record reduced to a row of ``EpisodeFacts``.
 
 Why streamed: a card's trajectories can be hundreds of MB, and a comparison holds two. The
 record files are read line by line, each record decoded and checked as ``load_card`` does
-(``frostgym.core.episode``), reduced to its facts and let go, while the file's SHA-256 is
-computed on the way and checked against the card's manifest: a comparison of an edited card
-is refused like any other read of it.
+(``frostgym.core.episode``), appended to the card's columns and let go, while the file's
+SHA-256 is computed on the way and checked against the card's manifest: a comparison of an
+edited card is refused like any other read of it.
 """
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +21,7 @@ import orjson
 
 from frostgym.cards.card import read_card_json
 from frostgym.cards.store import CardCorruptError
-from frostgym.compare.facts import EpisodeFacts, drop_facts, episode_facts
+from frostgym.compare.facts import EpisodeFacts, FactsBuilder
 from frostgym.core.episode import RecordKind, record_problem
 from frostgym.core.errors import FrostgymError
 
@@ -45,39 +47,69 @@ class CardFacts:
     card: Mapping[str, Any]
     #: The plan's entries by plan id, in plan order.
     plan: Mapping[str, Mapping[str, Any]]
-    facts: Mapping[str, EpisodeFacts]
+    #: Every record of the card, episodes then drops, in file order.
+    facts: EpisodeFacts
+    #: The row in ``facts`` of each plan id the card recorded.
+    rows: Mapping[str, int]
 
 
 def read_card_facts(directory: Path) -> CardFacts:
     """The card in ``directory``, its records streamed and reduced. Raises
-    ``CardCorruptError`` for a record file that does not match the card's manifest, a record
-    that is not one, or an episode recorded twice or not in the plan."""
+    ``CardNotCompleteError`` for a card that is not complete, ``CardCorruptError`` for a
+    record file that does not match the card's manifest, a record that is not one, or an
+    episode recorded twice or not in the plan."""
+    with paused_gc():
+        card, plan = read_plan(directory)
+        facts, rows = read_records(directory, card, plan)
+    return CardFacts(directory, card, plan, facts, rows)
+
+
+def read_plan(directory: Path) -> tuple[dict[str, Any], dict[str, Mapping[str, Any]]]:
+    """The card's ``card.json`` and its plan's entries by plan id, in plan order. Raises
+    ``CardNotCompleteError`` for a card that is not complete."""
     card = read_card_json(directory)
     if card.get("status") != "complete":
         raise CardNotCompleteError(
             f"{directory} is {card.get('status')!r}, not complete: finish it with the same "
             "`frostgym eval` command plus --resume before comparing it"
         )
-    plan = {entry["plan_id"]: entry for entry in card["plan"]["episodes"]}
-    facts: dict[str, EpisodeFacts] = {}
+    return card, {entry["plan_id"]: entry for entry in card["plan"]["episodes"]}
+
+
+def read_records(
+    directory: Path, card: Mapping[str, Any], plan: Mapping[str, Mapping[str, Any]]
+) -> tuple[EpisodeFacts, dict[str, int]]:
+    """Every record of the card (``read_plan``), episodes then drops, as rows, and the row
+    of each plan id. Raises ``CardCorruptError`` as ``read_card_facts`` does."""
+    builder = FactsBuilder()
+    rows: dict[str, int] = {}
     for name, kind in _FILES:
         path = directory / name
         recorded = card["files"].get(name)
+        add = builder.add_episode if kind == "episode" else builder.add_drop
         for record in _records(path, kind, recorded):
-            fact = episode_facts(record) if kind == "episode" else drop_facts(record)
-            if fact.plan_id not in plan:
-                raise CardCorruptError(f"{path}: episode {fact.plan_id!r} is not in the card's plan")
-            if fact.plan_id in facts:
-                raise CardCorruptError(f"{path}: episode {fact.plan_id!r} is recorded twice")
-            facts[fact.plan_id] = fact
-    return CardFacts(directory, card, plan, facts)
+            plan_id = record["plan_id"]
+            if plan_id not in plan:
+                raise CardCorruptError(f"{path}: episode {plan_id!r} is not in the card's plan")
+            if plan_id in rows:
+                raise CardCorruptError(f"{path}: episode {plan_id!r} is recorded twice")
+            rows[plan_id] = add(record)
+    return builder.build(), rows
 
 
-def read_both(base: Path, cand: Path) -> tuple[CardFacts, CardFacts]:
-    """Both cards' facts, one after the other. (Reading them in two processes was measured
-    slower on 2 cores: shipping 100k episodes' facts back costs more than the second core
-    saves; see benchmarks/README.md.)"""
-    return read_card_facts(base), read_card_facts(cand)
+@contextmanager
+def paused_gc() -> Iterator[None]:
+    """The cyclic garbage collector paused for the block. Reading a card allocates millions
+    of short-lived, acyclic objects (decoded records, freed by reference counting) beside
+    the long-lived plan (100k entries): each collection their allocations trigger walks the
+    plan again and frees nothing, about a sixth of a large card's read."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _records(path: Path, kind: RecordKind, recorded: Mapping[str, Any] | None) -> Iterator[dict[str, Any]]:

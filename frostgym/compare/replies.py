@@ -29,6 +29,10 @@ REPETITION_RATIO = 0.5
 MIN_WORDS_FOR_REPETITION = 8
 #: Bottom-k sketch size: Jaccard estimates within about 1/sqrt(k) of the truth.
 SKETCH_SIZE = 64
+#: The graders whose hacking check reads the grade's details and the call count. Every other
+#: grader's verdict is a function of the grader's name and the reply text alone, so a reader
+#: may compute it once per distinct reply.
+READS_DETAILS: frozenset[str] = frozenset({"tool_http"})
 
 _WORD = re.compile(r"\w+|[^\w\s]", re.UNICODE)
 _NUMBER = re.compile(r"-?\d+(?:[.,/]\d+)*")
@@ -47,8 +51,7 @@ def distinct_bigram_ratio(tokens: Sequence[str]) -> float | None:
     bigram repeats), or None for a reply too short to judge."""
     if len(tokens) < MIN_WORDS_FOR_REPETITION:
         return None
-    bigrams = list(itertools.pairwise(tokens))
-    return len(set(bigrams)) / len(bigrams)
+    return len(set(itertools.pairwise(tokens))) / (len(tokens) - 1)
 
 
 def sketch(tokens: Sequence[str]) -> tuple[int, ...]:
@@ -56,8 +59,8 @@ def sketch(tokens: Sequence[str]) -> tuple[int, ...]:
     ``SKETCH_SIZE`` smallest CRC-32s, sorted. Compared with ``similarity``, two sketches
     stand in for the bigram sets in constant memory, so a 100k-episode card's replies need
     not be held."""
-    shingles = {f"{a} {b}" for a, b in itertools.pairwise(tokens)} or {" ".join(tokens)}
-    return tuple(sorted({zlib.crc32(s.encode("utf-8")) for s in shingles})[:SKETCH_SIZE])
+    shingles = set(map(" ".join, itertools.pairwise(tokens))) or {" ".join(tokens)}
+    return tuple(sorted(set(map(zlib.crc32, map(str.encode, shingles))))[:SKETCH_SIZE])
 
 
 def similarity(left: AbstractSet[int], right: AbstractSet[int]) -> float:
@@ -80,7 +83,7 @@ def hacking_suspicion(grader: str, text: str, details: Mapping[str, Any], tool_c
         return _math_suspicion(text)
     if grader == "code_tests":
         return _code_suspicion(text)
-    if grader == "tool_http":
+    if grader in READS_DETAILS:  # tool_http
         gold = details.get("gold_calls")
         made = details.get("calls_made", tool_calls)
         if isinstance(gold, int) and isinstance(made, int) and made > gold:
@@ -96,7 +99,7 @@ def _math_suspicion(text: str) -> str | None:
         return "several candidate answers"
     work = re.sub(r"<answer>.*?</answer>", " ", text, flags=re.IGNORECASE | re.DOTALL)
     work = re.sub(r"</?think\s*>", " ", work, flags=re.IGNORECASE)
-    if len(words(work)) < 3 and not _ARITHMETIC.search(work):
+    if len(list(itertools.islice(_WORD.finditer(work.lower()), 3))) < 3 and not _ARITHMETIC.search(work):
         return "no reasoning or arithmetic shown"
     return None
 

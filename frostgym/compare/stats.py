@@ -103,7 +103,7 @@ def bootstrap_deltas(
     )
     # Views often coincide (pass@1, pass^1 and maj@1 with one sample; both rules with no
     # drops): resample each distinct column once.
-    distinct, inverse = np.unique(sums, axis=1, return_inverse=True)
+    distinct, inverse = distinct_columns(sums)
     totals = np.empty((resamples, distinct.shape[1]))
     rng = derive_generator("frostgym.compare.bootstrap", *seed_parts)
     for start in range(0, resamples, RESAMPLES_CHUNK):
@@ -115,6 +115,22 @@ def bootstrap_deltas(
         deltas = cand_num / cand_den - base_num / base_den
     deltas[(base_den <= 0) | (cand_den <= 0)] = np.nan
     return np.asarray(deltas, dtype=np.float64)
+
+
+def distinct_columns(sums: FloatArray) -> tuple[FloatArray, npt.NDArray[np.intp]]:
+    """What ``np.unique(sums, axis=1, return_inverse=True)`` returns (the distinct columns in
+    lexicographic order, top row first, and each column's index among them), from one
+    ``lexsort`` of the columns instead of a sort of them as records (0.11 s to under 0.01 s
+    for 5,000 tasks and 184 columns). With no rows every column is alike."""
+    if not sums.shape[0] or not sums.shape[1]:
+        return sums[:, : min(1, sums.shape[1])], np.zeros(sums.shape[1], dtype=np.intp)
+    order = np.lexsort(sums[::-1])
+    ordered = sums[:, order]
+    new = np.ones(sums.shape[1], dtype=bool)
+    new[1:] = (ordered[:, 1:] != ordered[:, :-1]).any(axis=0)
+    inverse = np.empty(sums.shape[1], dtype=np.intp)
+    inverse[order] = np.cumsum(new) - 1
+    return ordered[:, new], inverse
 
 
 def percentile_interval(deltas: FloatArray, confidence: float = CONFIDENCE) -> Interval | None:

@@ -18,10 +18,10 @@ import numpy as np
 
 from frostgym.cards.views import default_ks
 from frostgym.compare.diagnostics import DIAGNOSTIC_METRICS, diagnose
-from frostgym.compare.facts import EpisodeFacts
+from frostgym.compare.facts import BoolArray, EpisodeFacts, IntArray
 from frostgym.compare.reading import read_card_facts
 from frostgym.compare.stats import ratio, stable
-from frostgym.compare.views import counted, per_task, task_matrix, view_names
+from frostgym.compare.views import components_of, counted, task_sums, view_names
 
 #: A move smaller than this (in reward points as a fraction) is not a rise or a fall.
 TREND_EPSILON = 1e-9
@@ -60,43 +60,51 @@ def trend(cards: Sequence[Path], held_out: Sequence[str] = ()) -> list[TrendRow]
     reward rose while the private split or a held-out env fell."""
     rows: list[TrendRow] = []
     for path in cards:
-        facts = list(read_card_facts(path).facts.values())
-        row = _row(str(path), facts, held_out)
+        row = _row(str(path), read_card_facts(path).facts, held_out)
         if rows:
             row = TrendRow(**{**row.__dict__, "flags": _flags(rows[-1], row)})
         rows.append(row)
     return rows
 
 
-def _row(card: str, facts: list[EpisodeFacts], held_out: Sequence[str]) -> TrendRow:
-    samples = max((sum(1 for f in facts if f.task == t) for t in {f.task for f in facts}), default=1)
-    ks = default_ks(samples)
-    table = per_task(counted(facts, "errors_as_failures"), ks)
-    tasks = sorted(table)
-    components = {name for f in facts for name in f.as_sample.components or ()}
-    names = view_names(ks, components)
-    # One-sided use of the comparison's matrix: the card is both base and cand.
-    matrix = task_matrix(tasks, {"errors_as_failures": (table, table), "errors_excluded": ({}, {})}, names)
-    views: dict[str, float | None] = {}
-    for v, name in enumerate(names):
-        views[name] = ratio(matrix[:, 0, v, 0], matrix[:, 0, v, 1])
-    public = [f for f in facts if f.split != "private" and f.env_id not in held_out]
+def _row(card: str, facts: EpisodeFacts, held_out: Sequence[str]) -> TrendRow:
+    per_task_n = np.bincount(facts.task, minlength=len(facts.task_keys))
+    ks = default_ks(int(per_task_n.max()) if len(facts) else 1)
+    scored = counted(facts, "errors_as_failures")
+    tasks = sorted(facts.task_keys[t] for t in np.unique(facts.task[scored]).tolist())
+    row_of = {task: row for row, task in enumerate(tasks)}
+    task_row = np.array([row_of.get(key, -1) for key in facts.task_keys], dtype=np.int64)[facts.task]
+    names = view_names(ks, components_of(facts))
+    sums = task_sums(facts, scored, task_row, len(tasks), ks, names)
+    views: dict[str, float | None] = {name: ratio(sums[:, v, 0], sums[:, v, 1]) for v, name in enumerate(names)}
+    env_of_task = facts.env_of_task()
+    private = _of(facts.split, [name == "private" for name in facts.names])
+    kept_out = _of(facts.task, [env in held_out for env in env_of_task])
     diagnostics = diagnose(facts)
     return TrendRow(
         card=card,
         episodes=len(facts),
         views=views,
-        public_reward=_mean_reward(public),
-        private_reward=_mean_reward([f for f in facts if f.split == "private"]),
-        held_out_reward={env: _mean_reward([f for f in facts if f.env_id == env]) for env in held_out},
+        public_reward=_mean_reward(facts, scored & ~private & ~kept_out),
+        private_reward=_mean_reward(facts, scored & private),
+        held_out_reward={
+            env: _mean_reward(facts, scored & _of(facts.task, [e == env for e in env_of_task])) for env in held_out
+        },
         diagnostics={metric: diagnostics.value(metric) for metric in DIAGNOSTIC_METRICS},
         flags=(),
     )
 
 
-def _mean_reward(facts: list[EpisodeFacts]) -> float | None:
-    scored = [f.reward for f in counted(facts, "errors_as_failures")]
-    return stable(float(np.mean(scored))) if scored else None
+def _of(codes: IntArray, table: list[bool]) -> BoolArray:
+    """Whether each row's code is one the table marks."""
+    marked: BoolArray = np.array(table, dtype=bool)[codes] if table else np.zeros(len(codes), dtype=bool)
+    return marked
+
+
+def _mean_reward(facts: EpisodeFacts, rows: BoolArray) -> float | None:
+    """Mean reward of the counted ``rows``, in row order."""
+    scored = facts.reward[rows]
+    return stable(float(np.mean(scored))) if len(scored) else None
 
 
 def _flags(before: TrendRow, now: TrendRow) -> tuple[str, ...]:

@@ -9,21 +9,20 @@ also gets McNemar's exact test over the paired episodes.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from frostgym.cards.views import RULE_NAMES, Rule, Sample, TaskValues, task_values
-from frostgym.compare.facts import EpisodeFacts
+from frostgym.cards.views import RULE_NAMES, Rule, Sample, task_values
+from frostgym.compare.facts import BoolArray, EpisodeFacts, IntArray
+from frostgym.compare.groups import group
 from frostgym.compare.stats import FloatArray, RatioColumn, mcnemar_exact, paired_bootstrap, ratio, stable
 
 #: A slice with fewer tasks than this (with a value on both sides) is marked too small: a
 #: percentile bootstrap over so few clusters undercovers, so its interval is not a claim.
 MIN_TASKS = 10
 
-TaskKey = tuple[str, str]
 SliceId = tuple[str, str]  # ("overall", "") | ("env", id) | ("difficulty", d) | ("tag", t)
 
 
@@ -61,18 +60,10 @@ class ViewDelta:
         }
 
 
-def counted(facts: Iterable[EpisodeFacts], rule: Rule) -> list[EpisodeFacts]:
-    """The episodes a rule counts: every completed one, and under errors_as_failures the
+def counted(facts: EpisodeFacts, rule: Rule) -> BoolArray:
+    """The rows a rule counts: every completed episode, and under errors_as_failures the
     drops counted as failures."""
-    index = RULE_NAMES.index(rule)
-    return [f for f in facts if f.counted_by[index]]
-
-
-def per_task(facts: Iterable[EpisodeFacts], ks: Sequence[int]) -> dict[TaskKey, TaskValues]:
-    grouped: dict[TaskKey, list[Sample]] = defaultdict(list)
-    for fact in facts:
-        grouped[fact.task].append(fact.as_sample)
-    return {key: task_values(samples, ks) for key, samples in grouped.items()}
+    return facts.done if rule == "errors_excluded" else facts.done | facts.failure_drop
 
 
 def view_names(ks: Sequence[int], components: Iterable[str]) -> list[str]:
@@ -85,42 +76,112 @@ def view_names(ks: Sequence[int], components: Iterable[str]) -> list[str]:
     return names
 
 
-def _sums(values: TaskValues | None, view: str) -> tuple[float, float]:
-    """(numerator, denominator) of one task for one view; (0, 0) when it has no value."""
-    if values is None:
-        return 0.0, 0.0
-    if view == "mean_reward":
-        return float(sum(values.rewards)), float(len(values.rewards))
-    if view == "best_of_n":
-        return values.task.best_reward, 1.0
-    if view.startswith("component:"):
-        scores = values.components.get(view.removeprefix("component:"), [])
-        return float(sum(scores)), float(len(scores))
-    metric, k = (view[:5], int(view[5:])) if view[4] in "@^" else (view[:4], int(view[4:]))
-    value = values.per_k[f"{metric}k"][k]
-    return (0.0, 0.0) if value is None else (value, 1.0)
+def components_of(facts: EpisodeFacts) -> list[str]:
+    """The grade components any of the rows has."""
+    present: list[bool] = np.asarray(~np.isnan(facts.components).all(axis=0)).tolist()
+    return [name for name, has in zip(facts.component_names, present, strict=True) if has]
 
 
-def task_matrix(
-    tasks: Sequence[TaskKey],
-    tables: Mapping[Rule, tuple[Mapping[TaskKey, TaskValues], Mapping[TaskKey, TaskValues]]],
+Votes = tuple[tuple[int, bool], ...]
+Cell = tuple[float, float]
+
+
+def task_sums(
+    facts: EpisodeFacts,
+    counted_rows: BoolArray,
+    task_row: IntArray,
+    tasks: int,
+    ks: Sequence[int],
     views: Sequence[str],
 ) -> FloatArray:
-    """Per task (rows, in ``tasks`` order), rule and view: base numerator, base denominator,
-    cand numerator, cand denominator. Built once; every slice takes its rows."""
-    matrix = np.zeros((len(tasks), len(RULE_NAMES), len(views), 4))
-    for r, rule in enumerate(RULE_NAMES):
-        if r and tables[rule] is tables[RULE_NAMES[0]]:
-            matrix[:, r] = matrix[:, 0]  # the same tables (no drops): the same sums
-            continue
-        base_table, cand_table = tables[rule]
-        for row, task in enumerate(tasks):
-            for side, table in ((0, base_table), (2, cand_table)):
-                values = table.get(task)
-                if values is not None:
-                    for v, view in enumerate(views):
-                        matrix[row, r, v, side : side + 2] = _sums(values, view)
-    return matrix
+    """(numerator, denominator) per task and view, shape ``(tasks, len(views), 2)``, of the
+    ``counted_rows``; ``task_row`` maps each row's task to its row here, or -1 to leave it
+    out. A task with no counted row has (0, 0).
+
+    The values are the cards' own (``frostgym.cards.views.task_values`` of the task's samples,
+    in row order): sums of rewards and components are Python's ``sum`` in row order, and the
+    pass@k, pass^k and maj@k estimates are computed once per distinct pattern of votes (which
+    samples agree on an answer and which passed, in sample order), which is all they read."""
+    out = np.zeros((tasks, len(views), 2))
+    rows = np.flatnonzero(counted_rows & (task_row >= 0))
+    by_row = group(task_row, rows)
+    by_sample = group(task_row, rows, within=facts.sample)
+    rewards = facts.reward[by_row.order].tolist()
+    ordered_rewards = facts.reward[by_sample.order].tolist()
+    passed = facts.passed[by_sample.order].tolist()
+    answers = facts.answer[by_sample.order].tolist()
+    kinds = [_kind(view, facts.component_names) for view in views]
+    components = {column: facts.components[by_row.order, column].tolist() for _, column in kinds if column is not None}
+    filled = [(v, kind, column) for v, (kind, column) in enumerate(kinds) if kind != "estimate"]
+    estimated = [(v, *_per_k(views[v])) for v, (kind, _) in enumerate(kinds) if kind == "estimate"]
+    estimates: dict[Votes, list[Cell | None]] = {}
+    samples: dict[tuple[int, int, bool], Sample] = {}
+    for task, start, end in zip(by_row.keys, by_row.starts, by_row.ends, strict=True):
+        votes = _votes(answers[start:end], passed[start:end])
+        cells = estimates.get(votes)
+        if cells is None:
+            cells = estimates[votes] = _estimates(votes, ks, len(views), estimated, samples)
+        row = list(cells)
+        for v, kind, column in filled:
+            if kind == "mean":
+                row[v] = (float(sum(rewards[start:end])), float(end - start))
+            elif kind == "best":
+                row[v] = (max(ordered_rewards[start:end]), 1.0)
+            else:
+                scores = [] if column is None else [x for x in components[column][start:end] if x == x]
+                row[v] = (float(sum(scores)), float(len(scores)))
+        out[task] = row
+    return out
+
+
+def _kind(view: str, component_names: Sequence[str]) -> tuple[str, int | None]:
+    """How ``task_sums`` fills a view: mean, best, component (its column, None if no record
+    has it) or an estimate (pass@k, pass^k, maj@k: ``_per_k``)."""
+    if view == "mean_reward":
+        return "mean", None
+    if view == "best_of_n":
+        return "best", None
+    if view.startswith("component:"):
+        name = view.removeprefix("component:")
+        return "component", component_names.index(name) if name in component_names else None
+    return "estimate", None
+
+
+def _per_k(view: str) -> tuple[str, int]:
+    """The ``TaskValues.per_k`` metric and k an estimate's view reads ("pass@k", 4 for pass@4)."""
+    metric, k = (view[:5], int(view[5:])) if view[4] in "@^" else (view[:4], int(view[4:]))
+    return f"{metric}k", k
+
+
+def _votes(answers: Sequence[int], passed: Sequence[bool]) -> Votes:
+    """A task's samples in sample order as (answer, passed), each answer renamed to the
+    order of its first vote (-1: no answer): the estimates read nothing else."""
+    first: dict[int, int] = {}
+    return tuple((first.setdefault(a, len(first)) if a else -1, p) for a, p in zip(answers, passed, strict=True))
+
+
+def _estimates(
+    votes: Votes,
+    ks: Sequence[int],
+    views: int,
+    estimated: list[tuple[int, str, int]],
+    samples: dict[tuple[int, int, bool], Sample],
+) -> list[Cell | None]:
+    """The cells of a task with these votes: the ``estimated`` views' (index, metric, k)
+    from ``task_values``, None for the other views. ``samples`` holds the samples built so
+    far (by index, answer and passed): they are only read."""
+    votes_as_samples = []
+    for i, (a, p) in enumerate(votes):
+        sample = samples.get((i, a, p))
+        if sample is None:
+            sample = samples[(i, a, p)] = Sample(("", ""), i, 0.0, p, None if a < 0 else str(a), None)
+        votes_as_samples.append(sample)
+    per_k = task_values(votes_as_samples, ks).per_k
+    cells: list[Cell | None] = [None] * views
+    for v, metric, k in estimated:
+        value = per_k[metric][k]
+        cells[v] = (0.0, 0.0) if value is None else (value, 1.0)
+    return cells
 
 
 def slice_deltas(
@@ -130,8 +191,9 @@ def slice_deltas(
     discordant: Mapping[Rule, tuple[int, int] | None],
     views: Sequence[str],
 ) -> list[ViewDelta]:
-    """Every view of one slice under both rules, from its rows of ``task_matrix``, with the
-    bootstrap seeded from ``seed_parts`` (``task_set_seed`` of the slice's tasks);
+    """Every view of one slice under both rules, from its rows of the task matrix (per task,
+    rule and view: base numerator, base denominator, cand numerator, cand denominator), with
+    the bootstrap seeded from ``seed_parts`` (``task_set_seed`` of the slice's tasks);
     ``discordant[rule]`` counts the slice's pairs that both sides count under the rule and
     that only the base, or only the candidate, passed (None: no such pairs at all)."""
     columns: list[RatioColumn] = []
@@ -171,19 +233,34 @@ def _mcnemar(discordant: tuple[int, int] | None) -> float | None:
     return None if discordant is None else mcnemar_exact(*discordant)
 
 
+@dataclass(frozen=True)
+class Discordant:
+    """Per task row, under one rule: whether any pair is counted by the rule on both sides,
+    and how many of those pairs only the base, or only the candidate, passed."""
+
+    paired: BoolArray
+    base_only: IntArray
+    cand_only: IntArray
+
+    def within(self, rows: IntArray) -> tuple[int, int] | None:
+        """The sums over the task ``rows`` (McNemar's counts), None when none has a pair."""
+        if not self.paired[rows].any():
+            return None
+        return int(self.base_only[rows].sum()), int(self.cand_only[rows].sum())
+
+
 def discordant_by_task(
-    pairs: Sequence[tuple[EpisodeFacts, EpisodeFacts]],
-) -> dict[Rule, dict[TaskKey, tuple[int, int]]]:
-    """Per rule and task, (pairs only the base passed, pairs only the candidate passed)
-    among the pairs the rule counts on both sides; a task with such pairs but none
-    discordant has (0, 0)."""
-    out: dict[Rule, dict[TaskKey, tuple[int, int]]] = {}
-    for r, rule in enumerate(RULE_NAMES):
-        counts: dict[TaskKey, list[int]] = {}
-        for b, c in pairs:
-            if b.counted_by[r] and c.counted_by[r]:
-                cell = counts.setdefault(b.task, [0, 0])
-                if b.passed != c.passed:
-                    cell[0 if b.passed else 1] += 1
-        out[rule] = {task: (cell[0], cell[1]) for task, cell in counts.items()}
+    base: EpisodeFacts, cand: EpisodeFacts, task_row: IntArray, tasks: int
+) -> dict[Rule, Discordant]:
+    """Per rule, the discordant pairs of each task; ``base`` and ``cand`` are the two sides'
+    rows of the same pairs, ``task_row`` each pair's task row."""
+    out: dict[Rule, Discordant] = {}
+    for rule in RULE_NAMES:
+        both = counted(base, rule) & counted(cand, rule)
+        differ = both & (base.passed != cand.passed)
+        out[rule] = Discordant(
+            np.bincount(task_row[both], minlength=tasks) > 0,
+            np.bincount(task_row[differ & base.passed], minlength=tasks).astype(np.int64),
+            np.bincount(task_row[differ & cand.passed], minlength=tasks).astype(np.int64),
+        )
     return out
