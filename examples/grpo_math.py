@@ -132,18 +132,22 @@ def main() -> None:
     (spec,) = parse_env_specs(args.env)
     max_new_tokens = args.max_new_tokens or (32 if args.tiny else 256)
     episodes = None if args.eval_episodes == 0 else args.eval_episodes or (8 if args.tiny else 50)
-    evaluation = {"samples": args.eval_samples, "temperature": args.eval_temperature}
     model, tokenizer = load_model(args.tiny, args.seed)
-    before = rollout_card(
-        model,
-        tokenizer,
-        spec,
-        args.out / "before",
-        episodes=episodes,
-        seed=args.seed,
-        max_new_tokens=max_new_tokens,
-        **evaluation,
-    )
+
+    def card(trained: Any, name: str) -> float:  # the same plan and sampling before and after
+        return rollout_card(
+            trained,
+            tokenizer,
+            spec,
+            args.out / name,
+            episodes=episodes,
+            seed=args.seed,
+            max_new_tokens=max_new_tokens,
+            samples=args.eval_samples,
+            temperature=args.eval_temperature,
+        )
+
+    before = card(model, "before")
 
     batch = args.batch or (4 if args.tiny else 8)
     sampler = None
@@ -193,16 +197,7 @@ def main() -> None:
     with (args.out / "steps.jsonl").open("w") as f:
         f.writelines(json.dumps(step) + "\n" for step in steps)
 
-    after = rollout_card(
-        trainer.model,
-        tokenizer,
-        spec,
-        args.out / "after",
-        episodes=episodes,
-        seed=args.seed,
-        max_new_tokens=max_new_tokens,
-        **evaluation,
-    )
+    after = card(trainer.model, "after")
     summary = {
         "env": str(spec),
         "pass@1_before": before,

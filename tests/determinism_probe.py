@@ -7,7 +7,10 @@ the same function run in the test process.
 
 from __future__ import annotations
 
+import os
+import subprocess
 import sys
+from pathlib import Path
 from typing import Any
 
 import gymnasium
@@ -52,6 +55,21 @@ def probe_levels(seeds: int) -> str:
             out += _play([entry.id, level.level], env, seeds, junk)
             out.append([entry.id, level.level, env.fixture_sha256])
     return canonical_json(out)
+
+
+def in_fresh_process(*args: str, hash_seed: str) -> str:
+    """This module's output for ``args`` from a new interpreter with another str-hash salt
+    (``PYTHONHASHSEED``), which must not change any episode."""
+    root = Path(__file__).resolve().parents[1]
+    return subprocess.run(
+        [sys.executable, "-m", "tests.determinism_probe", *args],
+        cwd=root,
+        env={**os.environ, "PYTHONHASHSEED": hash_seed},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    ).stdout
 
 
 if __name__ == "__main__":

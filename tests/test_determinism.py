@@ -3,12 +3,9 @@
 from __future__ import annotations
 
 import hashlib
-import os
-import subprocess
-import sys
 from pathlib import Path
 
-from tests.determinism_probe import probe
+from tests.determinism_probe import in_fresh_process, probe
 
 SEEDS = 200
 ROOT = Path(__file__).resolve().parent.parent
@@ -16,15 +13,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_200_seeds_replay_byte_for_byte_in_a_fresh_process() -> None:
     here = probe(SEEDS)
-    env = {**os.environ, "PYTHONHASHSEED": "12345"}  # a different str-hash salt must not matter
-    there = subprocess.run(
-        [sys.executable, "-m", "tests.determinism_probe", str(SEEDS)],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    ).stdout
+    there = in_fresh_process(str(SEEDS), hash_seed="12345")  # a different str-hash salt must not matter
     assert hashlib.sha256(there.encode()).hexdigest() == hashlib.sha256(here.encode()).hexdigest()
     assert len(here) > 100_000  # it really played the episodes

@@ -8,11 +8,8 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import os
 import random
 import re
-import subprocess
-import sys
 import warnings
 from fractions import Fraction
 from pathlib import Path
@@ -34,7 +31,7 @@ from frostgym.envs.sql.tasks import SQLTaskSource, load_handwritten, question_le
 from frostgym.envs.tools.single_turn import ToolsEnv
 from frostgym.envs.tools.tasks import BFCLSource
 from tests.conftest import make_env, play
-from tests.determinism_probe import probe_levels
+from tests.determinism_probe import in_fresh_process, probe_levels
 
 ROOT = Path(__file__).resolve().parent.parent
 LEVELED = [(e.id, level.level) for e in frostgym.ENTRIES for level in env_levels(e.id)]
@@ -192,16 +189,7 @@ def test_splits_are_disjoint_and_owned_by_content_across_levels(env_id: str) -> 
 
 def test_levels_replay_byte_for_byte_in_a_fresh_process() -> None:
     here = probe_levels(8)
-    env = {**os.environ, "PYTHONHASHSEED": "54321"}
-    there = subprocess.run(
-        [sys.executable, "-m", "tests.determinism_probe", "8", "levels"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=300,
-    ).stdout
+    there = in_fresh_process("8", "levels", hash_seed="54321")
     assert hashlib.sha256(there.encode()).hexdigest() == hashlib.sha256(here.encode()).hexdigest()
     assert all(f'"{env_id}"' in here for env_id in IDS_WITH_LEVELS)
 
