@@ -3,6 +3,9 @@ tiny random model runs a few GRPO steps on CPU with every reward function logged
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any, cast
 
@@ -16,6 +19,7 @@ pytest.importorskip("datasets", reason="datasets is not installed")
 
 import frostgym  # noqa: E402,F401
 from frostgym.agents.smollm2 import tiny_random_model  # noqa: E402
+from frostgym.cards.card import load_card  # noqa: E402
 from frostgym.core.env import FrozenEnv  # noqa: E402
 from frostgym.core.seeding import derive_seed  # noqa: E402
 from frostgym.integrations.trl import (  # noqa: E402
@@ -142,3 +146,22 @@ def test_grpo_smoke_logs_every_reward_function(tiny_model: tuple[Any, Any], tmp_
         assert f"rewards/{func.__name__}/mean" in logged
     language = [e["rewards/frostgym_language/mean"] for e in trainer.state.log_history if "reward" in e]
     assert len(language) == 2 and all(0.0 <= v <= 1.0 for v in language)
+
+
+def test_the_grpo_example_runs_on_a_curriculum_and_logs_every_step(tmp_path: Path) -> None:
+    """``examples/grpo_math.py --tiny``: cards before and after on the same plan, one
+    ``steps.jsonl`` line per step with the levels it trained on, and a summary."""
+    out = tmp_path / "run"
+    command = [
+        sys.executable, "examples/grpo_math.py", "--tiny", "--steps", "2", "--batch", "4", "--eval-episodes", "2",
+        "--env", "frostgym/Arithmetic-v0", "--curriculum", "1,2", "--out", str(out),
+    ]  # fmt: skip
+    subprocess.run(command, cwd=Path(__file__).resolve().parents[1], check=True, capture_output=True, timeout=600)
+    steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in steps] == [1, 2]
+    assert all({"reward", "reward_std", "completions/mean_length", "levels"} <= s.keys() for s in steps)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["curriculum"] and summary["env"] == "frostgym/Arithmetic-v0"
+    before, _, _ = load_card(out / "before")
+    after, _, _ = load_card(out / "after")
+    assert before["plan"]["sha256"] == after["plan"]["sha256"]
