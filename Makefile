@@ -5,6 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EVAL_OUT ?= runs/eval
 MATH_ENVS := frostgym/Math-v0,frostgym/Arithmetic-v0,frostgym/Fractions-v0,frostgym/LinearEquations-v0
+MATH_L1 := frostgym/Arithmetic-v0[level=1],frostgym/Fractions-v0[level=1],frostgym/LinearEquations-v0[level=1],frostgym/Math-v0[level=1]
 
 .PHONY: install eval test lint typecheck pytest bench clean
 
@@ -19,15 +20,16 @@ $(STAMP): pyproject.toml
 install: $(STAMP)
 
 # The main job: the embedded default model (SmolLM2-135M-Instruct, greedy, CPU unless a GPU is
-# present) on every family, and the oracle as the ceiling beside it. SQL runs fewer, shorter
-# episodes: its schema prompts are 0.5-2.4k tokens, which a 2-core CPU prefills at ~500 tokens/s.
+# present) on every family, each at the level where `frostgym calibrate` placed it (README:
+# "Calibration"), and the oracle as the ceiling beside it. SQL runs fewer, shorter episodes:
+# its schema prompts are 0.5-2.4k tokens, which a 2-core CPU prefills at ~500 tokens/s.
 eval: $(STAMP)
 	rm -rf $(EVAL_OUT)
-	$(BIN)/frostgym eval --env $(MATH_ENVS) --agent smollm2 --episodes 8 --seed 0 --max-new-tokens 256 --out $(EVAL_OUT)/smollm2-math
-	$(BIN)/frostgym eval --env frostgym/SQL-v0 --agent smollm2 --episodes 4 --seed 0 --max-new-tokens 192 --max-turns 2 --out $(EVAL_OUT)/smollm2-sql
+	$(BIN)/frostgym eval --env '$(MATH_L1)' --agent smollm2 --episodes 12 --seed 0 --max-new-tokens 192 --out $(EVAL_OUT)/smollm2-math
+	$(BIN)/frostgym eval --env 'frostgym/SQL-v0[level=1]' --agent smollm2 --episodes 4 --seed 0 --max-new-tokens 192 --max-turns 2 --out $(EVAL_OUT)/smollm2-sql
 	$(BIN)/frostgym eval --env frostgym/Code-v0 --split test --agent smollm2 --episodes 8 --seed 0 --max-new-tokens 256 --out $(EVAL_OUT)/smollm2-code
 	$(BIN)/frostgym eval --env frostgym/Tools-v0 --split test --agent smollm2 --episodes 8 --seed 0 --max-new-tokens 128 --out $(EVAL_OUT)/smollm2-tools
-	$(BIN)/frostgym eval --env frostgym/ToolsHTTP-v0 --agent smollm2 --episodes 4 --seed 0 --max-new-tokens 128 --max-turns 3 --out $(EVAL_OUT)/smollm2-tools-http
+	$(BIN)/frostgym eval --env 'frostgym/ToolsHTTP-v0[level=1]' --agent smollm2 --episodes 4 --seed 0 --max-new-tokens 128 --max-turns 3 --out $(EVAL_OUT)/smollm2-tools-http
 	$(BIN)/frostgym eval --env $(MATH_ENVS),frostgym/SQL-v0,frostgym/ToolsHTTP-v0 --agent oracle --episodes 16 --seed 0 --out $(EVAL_OUT)/oracle
 	$(BIN)/frostgym eval --env frostgym/Code-v0 --split test --all --agent oracle --seed 0 --out $(EVAL_OUT)/oracle-code
 	$(BIN)/frostgym eval --env frostgym/Tools-v0,frostgym/ToolsMultiTurn-v0 --split test --agent oracle --episodes 32 --seed 0 --out $(EVAL_OUT)/oracle-tools
