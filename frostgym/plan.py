@@ -82,15 +82,19 @@ def choose_tasks(env: FrozenEnv, env_id: str, split: Split, episodes: int | None
         while len(indices) < episodes:
             indices.setdefault(int(rng.integers(0, 2**31)), None)
         return [env.source.task(split, i) for i in indices]
+    # A source narrowed to part of its split (Tools-v0's levels and categories) plans only
+    # the tasks it would draw; for any other, this is the whole split, in index order.
+    drawable = env.source.drawable_size(split)
+    pool = None if drawable == size else [t for t in env.source.tasks(split) if env.source.drawable(t)]
     if episodes is None:
-        return list(env.source.tasks(split))
-    if episodes > size:
+        return list(env.source.tasks(split)) if pool is None else pool
+    if drawable is None or episodes > drawable:
         raise ValueError(
-            f"{env_id} split {split!r} has {size} tasks, fewer than the {episodes} asked for; "
+            f"{env_id} split {split!r} has {drawable} tasks, fewer than the {episodes} asked for; "
             "pass all tasks (--all) and raise --samples for more episodes per task"
         )
-    order = rng.permutation(size)[:episodes]
-    return [env.source.task(split, int(i)) for i in order]
+    order = rng.permutation(drawable)[:episodes]
+    return [env.source.task(split, int(i)) if pool is None else pool[int(i)] for i in order]
 
 
 def make_plan(

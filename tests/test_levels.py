@@ -345,3 +345,24 @@ def test_list_shows_the_levels_with_their_task_counts() -> None:
     assert arithmetic["levels"][0]["tasks"] == {"train": None, "dev": 21, "test": 18}
     assert rows["frostgym/SQL-v0"]["default_level"] is None and rows["frostgym/SQL-v0"]["levels_note"]
     assert rows["frostgym/Code-v0"]["levels"] == [] and rows["frostgym/Code-v0"]["levels_note"]
+
+
+def test_a_plan_at_a_narrowed_level_holds_only_that_levels_tasks() -> None:
+    """Tools-v0's levels narrow what it draws from BFCL's one test split; a plan (eval,
+    calibrate) must plan from the same part, and the whole-split plan stays as it was."""
+    from frostgym.plan import make_plan
+
+    whole = make_plan(["frostgym/Tools-v0"], split="test", episodes=40, samples=1, seed=0)
+    assert len({p.tags[2] for p in whole}) > 4  # every category, as before levels
+    for level, categories in ((1, {"simple_python", "simple_java", "simple_javascript", "live_simple"}), (4, None)):
+        plan = make_plan(
+            ["frostgym/Tools-v0"],
+            split="test",
+            episodes=40,
+            samples=1,
+            seed=0,
+            env_options={"frostgym/Tools-v0": {"level": level}},
+        )
+        got = {p.tags[2] for p in plan}
+        assert got <= (categories or {"parallel_multiple", "live_parallel_multiple"}), got
+        assert len({p.task_id for p in plan}) == 40
