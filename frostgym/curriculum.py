@@ -138,7 +138,7 @@ class CurriculumTask:
 
 class CurriculumSampler:
     """Draws tasks of ``env_id`` at the curriculum's current level: ``next(n)`` gives ``n``
-    tasks of ``split`` (distinct within a call where the split has that many), ``record``
+    tasks of ``split`` (drawn independently: a finite split may repeat one), ``record``
     feeds outcomes back. Envs are made per level with ``env_kwargs`` plus ``level``.
     Raises what ``make_env`` raises for an id without levels or a level it lacks."""
 
