@@ -78,7 +78,7 @@ def probe_levels(
         options = RunOptions(split=split, env_options={spec.env_id: kwargs}, batch_size=batch_size)
         env = make_env(spec.env_id, split, kwargs)
         try:
-            size = env.source.size(parse_splits(split)[0])
+            size = env.source.drawable_size(parse_splits(split)[0])
         finally:
             env.close()
         config = card_config(
