@@ -21,7 +21,7 @@ from frostgym.core.splits import PUBLIC_SPLITS, parse_splits
 from frostgym.core.tasks import TaskSource
 from frostgym.envs.levels import env_levels
 from frostgym.envs.registry import EnvEntry
-from frostgym.envs.specs import EnvSpec, env_options, parse_env_specs
+from frostgym.envs.specs import EnvSpec, env_options, parse_env_specs, parse_one_env_spec
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Frozen, seeded Gymnasium envs for LLM agents.")
 console = Console()
@@ -392,12 +392,9 @@ def schema_cmd(
 def _one_env_spec(text: str) -> EnvSpec:
     """The one env spec of ``text`` (``ID`` or ``ID[key=value,...]``), for commands that take one."""
     try:
-        specs = parse_env_specs(text)
+        return parse_one_env_spec(text)
     except ValueError as error:
         raise typer.BadParameter(str(error)) from error
-    if len(specs) != 1:
-        raise typer.BadParameter(f"--env takes one env here, got {len(specs)}")
-    return specs[0]
 
 
 @app.command("lock")

@@ -161,10 +161,14 @@ class CurriculumSampler:
         #: The levels of each batch ``record_batch`` was given, in order.
         self.batches: list[tuple[int, ...]] = []
 
+    def make_env(self, level: int) -> FrozenEnv:
+        """A new env of ``level`` on this sampler's split, made with its ``env_kwargs``."""
+        return make_env(self.env_id, self.split, {**self.env_kwargs, "level": level})
+
     def env(self, level: int) -> FrozenEnv:
-        """The env of ``level`` (made once), to reset on this sampler's tasks."""
+        """The sampler's own env of ``level`` (made once), to reset on its tasks."""
         if level not in self._envs:
-            self._envs[level] = make_env(self.env_id, self.split, {**self.env_kwargs, "level": level})
+            self._envs[level] = self.make_env(level)
         return self._envs[level]
 
     def next(self, n: int) -> list[CurriculumTask]:
@@ -225,9 +229,7 @@ class CurriculumEnv(gymnasium.Env[Observation, Action]):
 
     def _env(self, level: int) -> FrozenEnv:
         if level not in self._envs:
-            self._envs[level] = make_env(
-                self.sampler.env_id, self.sampler.split, {**self.sampler.env_kwargs, "level": level}
-            )
+            self._envs[level] = self.sampler.make_env(level)  # its own: the sampler's is shared
         return self._envs[level]
 
     def reset(

@@ -100,6 +100,7 @@ def run_to_card(
     was closed as ``interrupted``, resumable with the same call and ``resume=True``; when
     even closing failed, that is noted on the error."""
     identity = config["identity"]
+    made_with = run_options(identity)
     if plan is None:
         plan = make_plan(
             identity["env_ids"],
@@ -107,15 +108,13 @@ def run_to_card(
             episodes=identity["episodes"],
             samples=identity["samples"],
             seed=identity["seed"],
-            env_kwargs=identity["env_kwargs"],
-            env_options=identity.get("env_options", {}),
+            env_kwargs=made_with.env_kwargs,
+            env_options=made_with.env_options,
         )
     if resume:
         writer = CardWriter.resume(out, config=config, plan=plan)
     else:
-        envs_info, distributions = describe_envs(
-            identity["env_ids"], identity["split"], run_options(identity).kwargs_for
-        )
+        envs_info, distributions = describe_envs(identity["env_ids"], identity["split"], made_with.kwargs_for)
         provenance = {
             "agent": agent.describe(),
             "envs": envs_info,

@@ -17,7 +17,7 @@ from rich.table import Table
 from frostgym.calibrate import DEFAULT_TARGET, LevelProbe, nearest_level, probe_levels
 from frostgym.core.errors import FrostgymError
 from frostgym.envs.levels import env_levels, task_source_class
-from frostgym.envs.specs import parse_env_specs
+from frostgym.envs.specs import parse_one_env_spec
 
 
 def calibrate_cmd(
@@ -43,10 +43,7 @@ def calibrate_cmd(
     from frostgym.agents.spec import make_agent
 
     try:
-        specs = parse_env_specs(env)
-        if len(specs) != 1:
-            raise typer.BadParameter(f"--env takes one env, got {len(specs)}")
-        spec = specs[0]
+        spec = parse_one_env_spec(env)
         if "level" in spec.kwargs:
             raise typer.BadParameter("the levels to probe go in --levels, not in --env")
         known = [level.level for level in env_levels(spec.env_id)]

@@ -63,6 +63,15 @@ def parse_env_specs(text: str) -> list[EnvSpec]:
     return specs
 
 
+def parse_one_env_spec(text: str) -> EnvSpec:
+    """The one spec of ``text``, for a command that takes one env. Raises ``EnvSpecError``
+    as ``parse_env_specs`` does, and for more than one spec."""
+    specs = parse_env_specs(text)
+    if len(specs) != 1:
+        raise EnvSpecError(f"--env takes one env here, got {len(specs)}: {text!r}")
+    return specs[0]
+
+
 def _split_top_level(text: str) -> list[str]:
     parts, depth, start = [], 0, 0
     for i, char in enumerate(text):
