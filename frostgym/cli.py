@@ -15,6 +15,8 @@ from rich.table import Table
 
 from frostgym.commands.calibrate import calibrate_cmd
 from frostgym.commands.compare import compare_cmd, trend_cmd
+from frostgym.commands.export import export_app
+from frostgym.commands.report import report_cmd
 from frostgym.core.env import FrozenEnv
 from frostgym.core.errors import FrostgymError
 from frostgym.core.splits import PUBLIC_SPLITS, parse_splits
@@ -519,6 +521,8 @@ def record_cassettes_cmd(
 app.command("compare")(compare_cmd)
 app.command("trend")(trend_cmd)
 app.command("calibrate")(calibrate_cmd)
+app.add_typer(export_app, name="export")
+app.command("report")(report_cmd)
 
 
 def main() -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,14 +53,19 @@ class CardFacts:
     rows: Mapping[str, int]
 
 
-def read_card_facts(directory: Path) -> CardFacts:
-    """The card in ``directory``, its records streamed and reduced. Raises
-    ``CardNotCompleteError`` for a card that is not complete, ``CardCorruptError`` for a
-    record file that does not match the card's manifest, a record that is not one, or an
-    episode recorded twice or not in the plan."""
+#: Called with each record as it is read (its kind, its line, the decoded record), after the
+#: record has passed every check and become a row: what a reader needs beyond the facts.
+RecordObserver = Callable[[RecordKind, bytes, Mapping[str, Any]], None]
+
+
+def read_card_facts(directory: Path, observe: RecordObserver | None = None) -> CardFacts:
+    """The card in ``directory``, its records streamed and reduced (each also handed to
+    ``observe``, in row order, when given). Raises ``CardNotCompleteError`` for a card that
+    is not complete, ``CardCorruptError`` for a record file that does not match the card's
+    manifest, a record that is not one, or an episode recorded twice or not in the plan."""
     with paused_gc():
         card, plan = read_plan(directory)
-        facts, rows = read_records(directory, card, plan)
+        facts, rows = read_records(directory, card, plan, observe)
     return CardFacts(directory, card, plan, facts, rows)
 
 
@@ -77,7 +82,10 @@ def read_plan(directory: Path) -> tuple[dict[str, Any], dict[str, Mapping[str, A
 
 
 def read_records(
-    directory: Path, card: Mapping[str, Any], plan: Mapping[str, Mapping[str, Any]]
+    directory: Path,
+    card: Mapping[str, Any],
+    plan: Mapping[str, Mapping[str, Any]],
+    observe: RecordObserver | None = None,
 ) -> tuple[EpisodeFacts, dict[str, int]]:
     """Every record of the card (``read_plan``), episodes then drops, as rows, and the row
     of each plan id. Raises ``CardCorruptError`` as ``read_card_facts`` does."""
@@ -87,13 +95,15 @@ def read_records(
         path = directory / name
         recorded = card["files"].get(name)
         add = builder.add_episode if kind == "episode" else builder.add_drop
-        for record in _records(path, kind, recorded):
+        for line, record in _records(path, kind, recorded):
             plan_id = record["plan_id"]
             if plan_id not in plan:
                 raise CardCorruptError(f"{path}: episode {plan_id!r} is not in the card's plan")
             if plan_id in rows:
                 raise CardCorruptError(f"{path}: episode {plan_id!r} is recorded twice")
             rows[plan_id] = add(record)
+            if observe is not None:
+                observe(kind, line, record)
     return builder.build(), rows
 
 
@@ -112,9 +122,11 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _records(path: Path, kind: RecordKind, recorded: Mapping[str, Any] | None) -> Iterator[dict[str, Any]]:
-    """Each record of a file, decoded and checked (``record_problem``), while the file's
-    sha256 is checked against the card's manifest."""
+def _records(
+    path: Path, kind: RecordKind, recorded: Mapping[str, Any] | None
+) -> Iterator[tuple[bytes, dict[str, Any]]]:
+    """Each line of a file and its record, decoded and checked (``record_problem``), while
+    the file's sha256 is checked against the card's manifest."""
     if not path.exists():
         if recorded and recorded.get("lines"):
             raise CardCorruptError(f"{path} is missing; the card lists {recorded['lines']} records in it")
@@ -131,7 +143,7 @@ def _records(path: Path, kind: RecordKind, recorded: Mapping[str, Any] | None) -
             rest = lines.pop()
             for line in lines:
                 number += 1
-                yield _decode(path, number, line, kind)
+                yield line, _decode(path, number, line, kind)
     if rest.strip():
         raise CardCorruptError(f"{path}: line {number + 1} is torn (no newline); resume or close the card first")
     if recorded is not None and (recorded.get("sha256") != digest.hexdigest() or recorded.get("bytes") != size):

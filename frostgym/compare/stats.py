@@ -85,6 +85,27 @@ def paired_bootstrap(
     return intervals
 
 
+def bootstrap_ratio(
+    numerator: FloatArray,
+    denominator: FloatArray,
+    seed_parts: tuple[SeedPart, ...],
+    *,
+    resamples: int = RESAMPLES,
+    confidence: float = CONFIDENCE,
+) -> Interval | None:
+    """A percentile interval for one card's view, ``sum(numerator) / sum(denominator)`` over
+    tasks (one value each), from a resampling of the tasks: the paired bootstrap against a
+    base that is 0 on every task, so one card's interval and a comparison's are the same
+    statistic. None when fewer than two tasks have a value, or too many resamples have none."""
+    if int((denominator > 0).sum()) < 2:
+        return None
+    zero = np.zeros_like(numerator)
+    [interval] = paired_bootstrap(
+        [RatioColumn(zero, denominator, numerator, denominator)], seed_parts, resamples=resamples, confidence=confidence
+    )
+    return interval
+
+
 def bootstrap_deltas(
     columns: list[RatioColumn], seed_parts: tuple[SeedPart, ...], *, resamples: int = RESAMPLES
 ) -> FloatArray:

@@ -1,0 +1,502 @@
+"""``index.html``: the report's static sections, rendered here, and the browser's shell.
+
+Why rendered in Python: accounting, drops, views, comparisons and plots are the numbers a
+decision rests on, so they are plain HTML tables that read (and print) without JavaScript
+and whose values are the card's and the comparison's own, formatted in one place. Only the
+trajectory browser runs script (``assets/report.js``), inlined with the stylesheet so the
+page needs nothing but the ``data/`` folder beside it. A Content-Security-Policy forbids
+every connection: the page cannot reach the network even by mistake.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+from urllib.parse import quote
+
+import numpy as np
+import orjson
+
+from frostgym.cards.views import RULE_NAMES
+from frostgym.compare.compare import Comparison
+from frostgym.report import plots
+from frostgym.report.estimates import SliceEstimate, pass_at_1
+from frostgym.report.records import ReportCard
+from frostgym.version import __version__
+
+CSP = (
+    "default-src 'none'; script-src 'unsafe-inline' file: 'self'; style-src 'unsafe-inline'; "
+    "img-src data:; connect-src 'none'; form-action 'none'; base-uri 'none'"
+)
+MISSING = "\N{EN DASH}"  # a value the card does not have
+TIMES = "\N{MULTIPLICATION SIGN}"
+#: Drops listed by plan id per (class, stage) in the manifest; the rest are a filter away.
+LISTED_DROPS = 20
+
+
+@dataclass(frozen=True)
+class CardComparison:
+    """One candidate against the baseline: the comparison, or why there is none."""
+
+    base: str
+    cand: str
+    comparison: Comparison | None
+    note: str = ""
+
+
+def render_page(cards: Sequence[ReportCard], comparisons: Sequence[CardComparison]) -> str:
+    """The whole ``index.html`` for ``cards`` (their data files written beside it)."""
+    title = "frostgym report: " + ", ".join(card.label for card in cards)
+    estimates = {card.label: pass_at_1(card.facts.facts) for card in cards}
+    sections = [
+        _cards_section(cards),
+        _decision_section(comparisons),
+        _accounting_section(cards),
+        _views_section(cards),
+        _plots_section(cards, estimates),
+        _compare_section(comparisons),
+        _browser_section(),
+    ]
+    data = {"cards": [{"label": card.label, "number": card.number, "chunks": card.chunks} for card in cards]}
+    scripts = "".join(f'<script src="data/c{card.number}/index.js"></script>\n' for card in cards)
+    return (
+        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
+        f"<title>{_e(title)}</title>\n<style>\n{_asset('report.css')}</style>\n</head>\n<body>\n"
+        f"<header><h1>{_e(title)}</h1>{_nav(comparisons)}</header>\n<main>\n"
+        + "\n".join(s for s in sections if s)
+        + "\n</main>\n"
+        f'<script type="application/json" id="frostgym-data">{_script_json(data)}</script>\n'
+        f"<script>\n{_asset('report.js')}</script>\n{scripts}</body>\n</html>\n"
+    )
+
+
+# ---- sections ---------------------------------------------------------------------------
+
+
+def _nav(comparisons: Sequence[CardComparison]) -> str:
+    links = [("cards", "Cards"), ("accounting", "Accounting and drops"), ("views", "Views"), ("plots", "Plots")]
+    if any(c.comparison is not None and c.comparison.decision is not None for c in comparisons):
+        links.insert(0, ("decision", "Decision"))
+    if comparisons:
+        links.append(("compare", "Comparison"))
+    links.append(("browser", "Trajectories"))
+    return "<nav>" + " · ".join(f'<a href="#{key}">{_e(text)}</a>' for key, text in links) + "</nav>"
+
+
+def _cards_section(cards: Sequence[ReportCard]) -> str:
+    rows = []
+    for card in cards:
+        data = card.facts.card
+        identity = data.get("config", {}).get("identity", {})
+        graders = ", ".join(
+            f"{name} {'/'.join(versions)}" for name, versions in sorted(data.get("graders", {}).items())
+        )
+        rows.append(
+            [
+                card.label,
+                str(card.facts.directory),
+                str(data.get("status", "")),
+                str(data.get("agent", {}).get("spec", "")),
+                ", ".join(_env_spec(env, identity.get("env_options", {})) for env in identity.get("env_ids", [])),
+                str(identity.get("split", "")),
+                f"{_or_all(identity.get('episodes'))} {TIMES} {identity.get('samples', '')}",
+                str(identity.get("seed", "")),
+                graders,
+                str(data.get("created_at", "")),
+                str(data.get("frostgym_version", "")),
+            ]
+        )
+    header = [
+        "card",
+        "directory",
+        "status",
+        "agent",
+        "envs",
+        "split",
+        f"tasks {TIMES} samples",
+        "seed",
+        "graders",
+        "created",
+        "frostgym",
+    ]
+    return _section(
+        "cards", "Cards", _table(header, rows) + f'<p class="muted">Report written by frostgym {_e(__version__)}.</p>'
+    )
+
+
+def _decision_section(comparisons: Sequence[CardComparison]) -> str:
+    judged = [c for c in comparisons if c.comparison is not None and c.comparison.decision is not None]
+    if not judged:
+        return ""
+    parts = []
+    for item in judged:
+        assert item.comparison is not None
+        decision = item.comparison.decision or ""
+        parts.append(
+            f'<h3>{_e(item.cand)} against {_e(item.base)}: <span class="decision decision-{_e(decision)}">'
+            f"{_e(decision)}</span></h3>"
+        )
+        rows = [
+            [
+                g.name,
+                g.metric,
+                g.kind,
+                g.slice,
+                _num(g.value),
+                _num(g.threshold),
+                "pass" if g.passed else "FAIL",
+                g.detail,
+            ]
+            for g in item.comparison.gates
+        ]
+        parts.append(_table(["gate", "metric", "kind", "slice", "value", "threshold", "verdict", "detail"], rows))
+    return _section("decision", "Decision", "".join(parts))
+
+
+def _accounting_section(cards: Sequence[ReportCard]) -> str:
+    keys = ["planned", "completed", "dropped", "pending", "succeeded", "failed", "errored", "skipped", "balanced"]
+    rows = [[card.label, *(str(card.facts.card.get("accounting", {}).get(k, "")) for k in keys)] for card in cards]
+    parts = [_table(["card", *keys], rows, numeric=True)]
+    clean = [card.label for card in cards if not (card.facts.facts.drop != 0).any()]
+    if clean:
+        parts.append(f"<p>No drops in {_e(', '.join(clean))}.</p>")
+    for card in cards:
+        facts = card.facts.facts
+        drop_rows = np.flatnonzero(facts.drop != 0).tolist()
+        if not drop_rows:
+            continue
+        groups: dict[tuple[str, str], list[str]] = {}
+        for row in drop_rows:
+            key = (str(facts.names[int(facts.drop[row])]), str(card.stages[row]))
+            groups.setdefault(key, []).append(str(facts.plan_ids[row]))
+        table_rows = []
+        for (drop_class, stage), plan_ids in sorted(groups.items()):
+            listed = ", ".join(_episode_link(p) for p in plan_ids[:LISTED_DROPS])
+            more = f" and {len(plan_ids) - LISTED_DROPS} more" if len(plan_ids) > LISTED_DROPS else ""
+            filter_link = f'<a href="#drop={_e(quote(drop_class, safe=""))}">browse</a>'
+            table_rows.append([_e(drop_class), _e(stage), str(len(plan_ids)), listed + more, filter_link])
+        parts.append(f"<h3>Drops of {_e(card.label)}</h3>")
+        parts.append(_table(["class", "stage", "count", "episodes", ""], table_rows, escape=False))
+    return _section("accounting", "Accounting and drops", "".join(parts))
+
+
+def _views_section(cards: Sequence[ReportCard]) -> str:
+    parts = []
+    for card in cards:
+        views = card.facts.card.get("views", {})
+        ks = [str(k) for k in views.get("ks", [1])]
+        for number, rule in enumerate(RULE_NAMES):
+            table = _views_table(views, rule, ks)
+            rule_text = views.get("rules", {}).get(rule, "")
+            caption = f'<p class="rule"><b>Reporting rule: {_e(rule)}.</b> {_e(rule_text)}</p>'
+            body = f"<h3>{_e(card.label)}: {_e(rule)}</h3>{caption}{table}"
+            if number == 0:
+                parts.append(f'<div class="views" data-card="{card.number}" data-rule="{_e(rule)}">{body}</div>')
+            else:
+                parts.append(
+                    f'<details class="views" data-rule="{_e(rule)}"><summary>{_e(card.label)}: the same under '
+                    f"{_e(rule)}</summary>{body}</details>"
+                )
+    definitions: Mapping[str, str] = cards[0].facts.card.get("views", {}).get("definitions", {})
+    defs = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in definitions.items())
+    parts.append(f"<details><summary>How each view is computed</summary><dl>{defs}</dl></details>")
+    return _section("views", "Views", "".join(parts))
+
+
+def _views_table(views: Mapping[str, Any], rule: str, ks: Sequence[str]) -> str:
+    """Overall and per env; per difficulty and per tag below it, folded."""
+    slices: list[tuple[str, Mapping[str, Any]]] = [("overall", views.get("overall", {}))]
+    slices += [(f"env: {key}", value) for key, value in sorted(views.get("by_env", {}).items())]
+    finer: list[tuple[str, Mapping[str, Any]]] = []
+    for kind in ("by_difficulty", "by_tag"):
+        prefix = kind.removeprefix("by_")
+        finer.extend((f"{prefix}: {key}", value) for key, value in sorted(views.get(kind, {}).items()))
+    table = _slices_table(slices, rule, ks)
+    if finer:
+        table += f"<details><summary>per difficulty and per tag</summary>{_slices_table(finer, rule, ks)}</details>"
+    return table
+
+
+def _slices_table(slices: Sequence[tuple[str, Mapping[str, Any]]], rule: str, ks: Sequence[str]) -> str:
+    components = sorted({name for _, s in slices for name in (s.get(rule) or {}).get("component_means", {})})
+    header = ["slice", "episodes", "tasks", "mean reward"]
+    header += [f"pass@{k}" for k in ks] + [f"pass^{k}" for k in ks] + [f"maj@{k}" for k in ks]
+    header += ["best of n", *components]
+    rows = []
+    for name, value in slices:
+        view = value.get(rule) or {}
+        row = [name, str(view.get("episodes", "")), str(view.get("tasks", "")), _num(view.get("mean_reward"))]
+        for metric in ("pass@k", "pass^k", "maj@k"):
+            row += [_num((view.get(metric, {}).get(k) or {}).get("value")) for k in ks]
+        row.append(_num((view.get("best_of_n") or {}).get("value")))
+        row += [_num(view.get("component_means", {}).get(c)) for c in components]
+        rows.append(row)
+    return _table(header, rows, numeric=True)
+
+
+def _plots_section(cards: Sequence[ReportCard], estimates: Mapping[str, list[SliceEstimate]]) -> str:
+    labels = [card.label for card in cards]
+    parts: list[str] = []
+    envs = sorted({key for e in estimates.values() for key in (x.key for x in e if x.kind == "env")})
+    by_env = {label: {x.key: x for x in estimates[label] if x.kind == "env"} for label in labels}
+    series = {label: [_value(by_env[label].get(env)) for env in envs] for label in labels}
+    radar = plots.radar(envs, series, title="pass@1 per env (0-100, higher is better)")
+    radar_rows = [[env, *(_pct(by_env[label].get(env)) for label in labels)] for env in envs]
+    parts.append(
+        '<div class="plot-row"><figure class="plot">'
+        + radar
+        + "</figure>"
+        + _table(["env", *labels], radar_rows, numeric=True)
+        + "</div>"
+    )
+    for kind, title in (("difficulty", "pass@1 by difficulty"), ("tag", "pass@1 by tag")):
+        found = {label: {x.key: x for x in estimates[label] if x.kind == kind} for label in labels}
+        keys = sorted({key for per_card in found.values() for key in per_card})
+        if not keys:
+            continue
+        # Cards of one plan share their keys: one chart, the cards side by side. Cards of
+        # different plans do not: a chart each, so no card's bars are mostly "n/a".
+        same = all(set(per_card) == set(keys) for per_card in found.values())
+        charts = [(labels, keys)] if same else [([l_], sorted(found[l_])) for l_ in labels if found[l_]]
+        for chart_labels, chart_keys in charts:
+            bars = {label: [_estimate(found[label].get(key)) for key in chart_keys] for label in chart_labels}
+            heading = title if same else f"{title}: {chart_labels[0]}"
+            svg = plots.interval_bars(
+                chart_keys, bars, title=heading + " (95% interval, bootstrap over tasks)", ylabel="pass@1 (%)"
+            )
+            rows = [[key, *(_interval_text(found[label].get(key)) for label in chart_labels)] for key in chart_keys]
+            parts.append(
+                f'<figure class="plot">{svg}</figure><details><summary>{_e(heading)}: the numbers</summary>'
+                + _table([kind, *chart_labels], rows, numeric=True)
+                + "</details>"
+            )
+    groups, stacks = _failure_stacks(cards)
+    if groups:
+        parts.append(
+            '<figure class="plot">'
+            + plots.stacked_counts(groups, stacks, title="Why episodes failed, per env", xlabel="episodes")
+            + "</figure>"
+        )
+    lengths, unit = _lengths(cards)
+    parts.append(
+        '<figure class="plot">'
+        + plots.histograms(lengths, title=f"Completion length per episode ({unit})", xlabel=unit)
+        + "</figure>"
+    )
+    pass_k = _pass_at_k(cards)
+    if pass_k is not None:
+        ks, curve = pass_k
+        svg = plots.curves(ks, curve, title="pass@k against k", xlabel="k", ylabel="pass@k (%)")
+        parts.append(f'<figure class="plot">{svg}</figure>')
+    else:
+        parts.append(
+            '<p class="muted">pass@k against k: every card has one sample per task (run with --samples N).</p>'
+        )
+    return _section("plots", "Plots", "".join(parts))
+
+
+def _compare_section(comparisons: Sequence[CardComparison]) -> str:
+    if not comparisons:
+        return ""
+    parts = []
+    for item in comparisons:
+        parts.append(f"<h3>{_e(item.cand)} against {_e(item.base)}</h3>")
+        if item.note:
+            parts.append(f'<p class="note">{_e(item.note)}</p>')
+        comparison = item.comparison
+        if comparison is None:
+            continue
+        pairing = comparison.pairing
+        parts.append(
+            f"<p>{pairing.paired} paired episodes; {pairing.base_only} only in {_e(item.base)}, "
+            f"{pairing.cand_only} only in {_e(item.cand)}. Drops: "
+            + "; ".join(f"{_e(side)} {_e(_counts(counts))}" for side, counts in comparison.drops.items())
+            + ". Open any episode below to read both cards' trajectories side by side.</p>"
+        )
+        rows = []
+        for view in comparison.views:
+            if view.rule != "errors_as_failures" or view.slice not in ("overall", "env"):
+                continue
+            where = "overall" if view.slice == "overall" else view.key
+            interval = "" if view.ci_low is None else f"[{_num(view.ci_low, True)}, {_num(view.ci_high, True)}]"
+            rows.append(
+                [
+                    where, view.view, _num(view.base), _num(view.cand), _num(view.delta, True), interval,
+                    "" if view.p_value is None else f"{view.p_value:.3g}", str(view.n_tasks),
+                    "too few to say" if view.too_small else "",
+                ]
+            )  # fmt: skip
+        header = ["slice", "view", item.base, item.cand, "delta", "95% interval", "McNemar p", "tasks", ""]
+        parts.append(_table(header, rows, numeric=True))
+        transitions = [[t.base, t.cand, str(t.count)] for t in comparison.transitions]
+        parts.append("<h4>Outcome transitions (paired episodes)</h4>")
+        parts.append(_table([f"in {item.base}", f"in {item.cand}", "episodes"], transitions, numeric=True))
+    return _section("compare", "Comparison", "".join(parts))
+
+
+def _browser_section() -> str:
+    selects = "".join(
+        f'<label>{_e(text)} <select id="f-{name}"></select></label>'
+        for name, text in (
+            ("card", "card"), ("env", "env"), ("split", "split"), ("difficulty", "difficulty"), ("tag", "tag"),
+            ("label", "label"), ("drop", "drop class"),
+        )
+    )  # fmt: skip
+    outcome = (
+        '<label>outcome <select id="f-outcome"><option value="">every outcome</option>'
+        '<option value="passed">passed</option><option value="failed">failed</option>'
+        '<option value="dropped">dropped</option></select></label>'
+    )
+    text = '<label>text <input id="f-text" type="search" placeholder="search episode text"></label>'
+    header = "".join(
+        f"<th>{h}</th>" for h in ("plan id", "env", "split", "difficulty", "tags", "label", "outcome", "reward")
+    )
+    body = (
+        f'<div class="filters">{selects}{outcome}{text}</div>'
+        '<p id="browser-status" class="status">loading the index... '
+        "(it needs the data/ folder beside this page, and JavaScript)</p>"
+        '<p class="pager"><button id="page-prev" type="button">previous</button> '
+        '<button id="page-next" type="button">next</button> <span class="muted">matching: '
+        '<span id="match-count">0</span></span></p>'
+        f'<table class="episodes"><thead><tr>{header}</tr></thead><tbody id="episodes-body"></tbody></table>'
+        '<section id="episode" class="episode" hidden></section>'
+    )
+    return _section("browser", "Trajectories", body)
+
+
+# ---- data for the plots -----------------------------------------------------------------
+
+
+def _failure_stacks(cards: Sequence[ReportCard]) -> tuple[list[str], dict[str, list[int]]]:
+    """Per env (per card with several cards): how many episodes failed with each grade label,
+    and how many were dropped by class ("drop: class"); passed episodes are not counted."""
+    counts: dict[tuple[str, str], dict[str, int]] = {}
+    for card in cards:
+        facts = card.facts.facts
+        envs = [facts.task_keys[t][0] for t in facts.task.tolist()]
+        for row, env in enumerate(envs):
+            if facts.passed[row]:
+                continue
+            drop = int(facts.drop[row])
+            label = (
+                f"drop: {facts.names[drop]}" if drop else str(facts.names[int(facts.label[row])] or "failed (no label)")
+            )
+            group = (env if len(cards) == 1 else f"{card.label} · {env}", card.label)
+            counts.setdefault(group, {})
+            counts[group][label] = counts[group].get(label, 0) + 1
+    groups = sorted(counts)
+    names = sorted({label for per in counts.values() for label in per})
+    return [g for g, _ in groups], {name: [counts[g].get(name, 0) for g in groups] for name in names}
+
+
+def _lengths(cards: Sequence[ReportCard]) -> tuple[dict[str, list[float]], str]:
+    """Per card, each completed episode's completion length: tokens where every card's agent
+    reported them, else characters of the replies."""
+    done = {card.label: card.facts.facts.drop == 0 for card in cards}
+    tokens = {card.label: card.facts.facts.completion_tokens[done[card.label]] for card in cards}
+    if all(len(t) and not np.isnan(t).any() for t in tokens.values()):
+        return {label: t.tolist() for label, t in tokens.items()}, "tokens"
+    chars = {
+        card.label: [float(c) for c, kept in zip(card.reply_chars, done[card.label].tolist(), strict=True) if kept]
+        for card in cards
+    }
+    return chars, "characters"
+
+
+def _pass_at_k(cards: Sequence[ReportCard]) -> tuple[list[int], dict[str, list[float | None]]] | None:
+    ks = sorted({int(k) for card in cards for k in card.facts.card.get("views", {}).get("ks", [1])})
+    if ks == [1]:
+        return None
+    curves: dict[str, list[float | None]] = {}
+    for card in cards:
+        overall = card.facts.card.get("views", {}).get("overall", {}).get("errors_as_failures", {})
+        curves[card.label] = [(overall.get("pass@k", {}).get(str(k)) or {}).get("value") for k in ks]
+    return ks, curves
+
+
+def _value(estimate: SliceEstimate | None) -> float | None:
+    return None if estimate is None else estimate.value
+
+
+def _estimate(estimate: SliceEstimate | None) -> plots.Estimate:
+    if estimate is None:
+        return plots.Estimate(None)
+    return plots.Estimate(estimate.value, estimate.low, estimate.high)
+
+
+def _pct(estimate: SliceEstimate | None) -> str:
+    if estimate is None or estimate.value is None:
+        return MISSING
+    return f"{100 * estimate.value:.1f}"
+
+
+def _interval_text(estimate: SliceEstimate | None) -> str:
+    if estimate is None or estimate.value is None:
+        return MISSING
+    text = f"{estimate.value:.3f}"
+    if estimate.low is not None and estimate.high is not None:
+        text += f" [{estimate.low:.3f}, {estimate.high:.3f}]"
+    text += f" ({estimate.tasks} tasks{', too few to say' if estimate.too_small else ''})"
+    return text
+
+
+def _env_spec(env_id: str, options: Mapping[str, Mapping[str, Any]]) -> str:
+    """An env as ``--env`` spells it, its own arguments in brackets."""
+    own = options.get(env_id) or {}
+    return env_id + ("[" + ",".join(f"{k}={v}" for k, v in own.items()) + "]" if own else "")
+
+
+def _or_all(episodes: Any) -> str:
+    return "all" if episodes is None else str(episodes)
+
+
+# ---- HTML pieces ------------------------------------------------------------------------
+
+
+def _section(key: str, title: str, body: str) -> str:
+    return f'<section id="{key}"><h2>{_e(title)}</h2>{body}</section>'
+
+
+def _table(header: Sequence[str], rows: Iterable[Sequence[str]], *, numeric: bool = False, escape: bool = True) -> str:
+    """A table; cells are escaped unless ``escape`` is False (they are HTML already)."""
+    head = "".join(f"<th>{_e(h)}</th>" for h in header)
+    cell_class = ' class="num"' if numeric else ""
+    body = "".join(
+        "<tr>"
+        + "".join(f"<td{cell_class if i else ''}>{_e(c) if escape else c}</td>" for i, c in enumerate(row))
+        + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def _episode_link(plan_id: str) -> str:
+    return f'<a class="episode-link" href="#episode={_e(quote(plan_id, safe=""))}">{_e(plan_id)}</a>'
+
+
+def _num(value: Any, signed: bool = False) -> str:
+    if value is None:
+        return MISSING
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def _counts(counts: Mapping[str, int]) -> str:
+    return ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "none"
+
+
+def _e(text: Any) -> str:
+    return html.escape(str(text), quote=True)
+
+
+def _script_json(data: Any) -> str:
+    """JSON safe inside a ``<script>`` element: no ``<`` can close it or open a comment."""
+    return orjson.dumps(data).decode().replace("<", "\\u003c")
+
+
+def _asset(name: str) -> str:
+    return resources.files("frostgym.report").joinpath("assets", name).read_text(encoding="utf-8")
