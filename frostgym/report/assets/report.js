@@ -364,10 +364,24 @@
     box.append(el("div", { class: "message role-assistant" }, el("div", { class: "role", text: "assistant (action)" }), el("pre", { class: "content", text: action })));
     if (step.action_stored) box.append(el("p", { class: "muted", text: "stored: " + JSON.stringify(step.action_stored) }));
     if (step.tool_calls && step.tool_calls.length) {
-      box.append(el("div", { class: "tool-calls" }, el("div", { class: "role", text: "tool calls" }), el("pre", { text: json(step.tool_calls) })));
+      const calls = el("div", { class: "tool-calls" }, el("div", { class: "role", text: "tool calls (as the env parsed them)" }));
+      for (const call of step.tool_calls) {
+        const name = call.name || (call.function && call.function.name) || "?";
+        const args = call.arguments !== undefined ? call.arguments : call.function ? call.function.arguments : call;
+        calls.append(el("pre", { text: name + "(" + JSON.stringify(args) + ")" }));
+      }
+      box.append(calls);
     }
     if (step.tool_results && step.tool_results.length) {
-      box.append(el("div", { class: "tool-results" }, el("div", { class: "role", text: "tool results" }), el("pre", { text: json(step.tool_results) })));
+      const results = el("div", { class: "tool-results" }, el("div", { class: "role", text: "tool results" }));
+      for (const result of step.tool_results) {
+        const body = json(result);
+        const head = (result.name || "result") + (result.status !== undefined ? " → " + result.status : "") + " (" + body.length + " characters)";
+        const details = el("details", {}, el("summary", { text: head }), el("pre", { text: body }));
+        if (body.length <= 600) details.open = true;
+        results.append(details);
+      }
+      box.append(results);
     }
     for (const message of (step.observation && step.observation.new) || []) {
       if (message.role === "assistant" && message.content === step.action) continue; // the action, shown above
