@@ -74,9 +74,10 @@ def read_report_card(directory: Path, label: str, number: int, data_dir: Path) -
 
 
 def chunk_script(card: int, chunk: int, records: list[bytes]) -> bytes:
-    """One chunk file: a call that hands the page the gzipped JSON array of ``records``
-    (each a card line, so valid JSON) as base64."""
-    payload = gzip.compress(b"[" + b",".join(records) + b"]", compresslevel=GZIP_LEVEL, mtime=0)
+    """One chunk file: a call that hands the page ``records`` (card lines, one JSON record
+    each), newline-separated and gzipped, as base64. Lines, not a JSON array: the page
+    searches a record's text without parsing it, and parses only the record it opens."""
+    payload = gzip.compress(b"\n".join(records), compresslevel=GZIP_LEVEL, mtime=0)
     return b'frostgymChunk(%d,%d,"%s");\n' % (card, chunk, base64.b64encode(payload))
 
 

@@ -39,7 +39,7 @@
     const waiter = chunkWaiters.get(card + ":" + chunk);
     if (!waiter) return;
     chunkWaiters.delete(card + ":" + chunk);
-    gunzipBase64(payload).then((text) => waiter.resolve(JSON.parse(text, exactIntegers)), waiter.reject);
+    gunzipBase64(payload).then((text) => waiter.resolve(text.split("\n")), waiter.reject);
   };
 
   // Seeds are 64-bit integers, past what a JavaScript number holds exactly: where the
@@ -96,9 +96,8 @@
 
   async function record(card, row) {
     const index = indexes[card];
-    const chunk = Math.floor(row / index.chunk_records);
-    const records = await loadChunk(card, chunk);
-    return records[row % index.chunk_records];
+    const lines = await loadChunk(card, Math.floor(row / index.chunk_records));
+    return JSON.parse(lines[row % index.chunk_records], exactIntegers);
   }
 
   // ---- small DOM helpers --------------------------------------------------------------
@@ -186,7 +185,7 @@
       render();
       return;
     }
-    // Free text: each candidate's whole record is searched, one chunk at a time.
+    // Free text: each candidate's whole record (its line in the card) is searched, one chunk at a time.
     state.rows = [];
     state.searching = true;
     render();
@@ -198,17 +197,16 @@
     }
     let done = 0;
     for (const [chunk, chunkRows] of byChunk) {
-      let records;
+      let lines;
       try {
-        records = await loadChunk(state.card, chunk);
+        lines = await loadChunk(state.card, chunk);
       } catch (error) {
         fail(String(error));
         return;
       }
       if (generation !== state.generation) return;
       for (const row of chunkRows) {
-        const text = JSON.stringify(records[row % index.chunk_records]).toLowerCase();
-        if (text.includes(f.text) || index.plan_id[row].toLowerCase().includes(f.text)) state.rows.push(row);
+        if (lines[row % index.chunk_records].toLowerCase().includes(f.text)) state.rows.push(row);
       }
       done++;
       $("browser-status").textContent = "searching episode text: " + done + " of " + byChunk.size + " chunks";
