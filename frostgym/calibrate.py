@@ -18,8 +18,8 @@ from typing import Any
 
 from frostgym.agents.base import Agent
 from frostgym.cards.run import card_config, run_to_card
-from frostgym.compare.stats import Interval, wilson_interval
 from frostgym.core.splits import parse_splits
+from frostgym.core.stats import Interval, wilson_interval
 from frostgym.envs.registry import make_env
 from frostgym.envs.specs import EnvSpec
 from frostgym.runner import RunOptions

@@ -29,7 +29,7 @@ from frostgym.compare.compare import _compare, compare_cards
 from frostgym.compare.facts import EpisodeFacts
 from frostgym.compare.parallel import ReaderProcess, fingerprint, read_both
 from frostgym.compare.reading import CardNotCompleteError, read_card_facts
-from frostgym.compare.stats import distinct_columns
+from frostgym.core.stats import distinct_columns
 from frostgym.runner import RunOptions
 
 ENVS = ["frostgym/Arithmetic-v0", "frostgym/Fractions-v0"]

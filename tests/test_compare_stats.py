@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import scipy.stats as scipy_stats  # a dev dependency: the reference, never a runtime need
 
-from frostgym.compare.stats import Interval, RatioColumn, mcnemar_exact, paired_bootstrap, task_counts
+from frostgym.core.stats import Interval, RatioColumn, mcnemar_exact, paired_bootstrap, task_counts
 
 
 def _column(base: np.ndarray, cand: np.ndarray, base_n: np.ndarray | None = None) -> RatioColumn:

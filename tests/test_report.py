@@ -24,7 +24,7 @@ from frostgym.agents import OracleAgent, RandomAgent
 from frostgym.cards.card import load_card
 from frostgym.cli import app
 from frostgym.compare.reading import read_card_facts
-from frostgym.compare.stats import bootstrap_ratio
+from frostgym.core.stats import bootstrap_ratio
 from frostgym.report.build import ReportError, card_labels, write_report
 from frostgym.report.estimates import pass_at_1
 from frostgym.report.records import CHUNK_RECORDS

@@ -34,7 +34,7 @@ import numpy as np
 from frostgym.compare.facts import SKETCHED_SAMPLES, EpisodeFacts, TaskKey
 from frostgym.compare.groups import group
 from frostgym.compare.replies import REPETITION_RATIO, similarity
-from frostgym.compare.stats import stable
+from frostgym.core.stats import stable
 
 #: The JSON lists at most this many suspects per side and slice (the count is always whole).
 MAX_LISTED_SUSPECTS = 200

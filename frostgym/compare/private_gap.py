@@ -17,8 +17,8 @@ from typing import Any
 import numpy as np
 
 from frostgym.compare.facts import EpisodeFacts
-from frostgym.compare.stats import RatioColumn, bootstrap_deltas, percentile_interval, stable
 from frostgym.compare.views import counted
+from frostgym.core.stats import RatioColumn, bootstrap_deltas, percentile_interval, stable
 
 PUBLIC, PRIVATE = "test", "private"
 

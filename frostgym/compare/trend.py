@@ -20,8 +20,8 @@ from frostgym.cards.views import default_ks
 from frostgym.compare.diagnostics import DIAGNOSTIC_METRICS, diagnose
 from frostgym.compare.facts import BoolArray, EpisodeFacts, IntArray
 from frostgym.compare.reading import read_card_facts
-from frostgym.compare.stats import ratio, stable
 from frostgym.compare.views import components_of, counted, task_sums, view_names
+from frostgym.core.stats import ratio, stable
 
 #: A move smaller than this (in reward points as a fraction) is not a rise or a fall.
 TREND_EPSILON = 1e-9

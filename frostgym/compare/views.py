@@ -17,7 +17,7 @@ import numpy as np
 from frostgym.cards.views import RULE_NAMES, Rule, Sample, task_values
 from frostgym.compare.facts import BoolArray, EpisodeFacts, IntArray
 from frostgym.compare.groups import group
-from frostgym.compare.stats import FloatArray, RatioColumn, mcnemar_exact, paired_bootstrap, ratio, stable
+from frostgym.core.stats import FloatArray, RatioColumn, mcnemar_exact, paired_bootstrap, ratio, stable
 
 #: A slice with fewer tasks than this (with a value on both sides) is marked too small: a
 #: percentile bootstrap over so few clusters undercovers, so its interval is not a claim.

@@ -4,7 +4,7 @@ Why here and not in the card: a card's views hold values, not intervals, and a b
 its interval invites reading noise as a difference. The value is the card's own estimator
 (``frostgym.compare.views.task_sums``, as every comparison counts it, so a bar equals the
 card's view), and the interval is the comparison's bootstrap clustered by task
-(``frostgym.compare.stats.bootstrap_ratio``), seeded by the slice's task set: the same card
+(``frostgym.core.stats.bootstrap_ratio``), seeded by the slice's task set: the same card
 draws the same bars on any machine.
 """
 
@@ -18,8 +18,8 @@ import numpy as np
 from frostgym.cards.views import Rule
 from frostgym.compare.compare import task_set_seed
 from frostgym.compare.facts import BoolArray, EpisodeFacts
-from frostgym.compare.stats import bootstrap_ratio, ratio
 from frostgym.compare.views import MIN_TASKS, counted, task_sums
+from frostgym.core.stats import bootstrap_ratio, ratio
 
 SliceKind = str  # "overall" | "env" | "difficulty" | "tag"
 

@@ -1,4 +1,10 @@
-"""The statistics behind a comparison: a paired bootstrap clustered by task, and McNemar.
+"""The statistics behind every interval frostgym reports: a paired bootstrap clustered by
+task, McNemar, and Wilson's interval.
+
+Why here, on the ground floor: a comparison of two cards (``frostgym.compare``), a report's
+bars (``frostgym.report``) and a card's own views (its ``twin_gap``, ``frostgym.cards.views``)
+all draw intervals, and the cards sit below the comparison, so the one implementation sits
+below both.
 
 Why clustered by task: the samples of one task are not independent (an easy task is easy
 for every sample), so resampling episodes would make intervals too narrow. Every view of a
