@@ -7,15 +7,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import orjson
 import pytest
 from typer.testing import CliRunner
 
 from frostgym.cards.card import load_card
 from frostgym.cards.run import card_config, run_to_card
-from frostgym.cards.store import dumps_line
 from frostgym.cli import app
 from frostgym.runner import RunOptions
+from tests.card_equality import assert_same_card
 from tests.faulty_env import FAULTY_ID
 from tests.test_rollout_cards import _PartlyBroken
 
@@ -23,16 +22,6 @@ ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'fros
 from frostgym.integrations.ray_backend import RayEnvs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
-VOLATILE = {
-    "created_at",
-    "updated_at",
-    "started_at",
-    "ended_at",
-    "wall_seconds",
-    "agent_seconds",
-    "env_seconds",
-    "host",
-}
 
 
 @pytest.fixture(scope="module")
@@ -60,38 +49,6 @@ def ray_envs(ray_cluster: None) -> Iterator[RayEnvs]:
         yield envs
 
 
-def _stable(value: Any) -> Any:
-    """``value`` without timing and host fields (at any depth)."""
-    if isinstance(value, dict):
-        return {k: _stable(v) for k, v in value.items() if k not in VOLATILE}
-    if isinstance(value, list):
-        return [_stable(v) for v in value]
-    return value
-
-
-def _comparable(directory: Path) -> tuple[Any, Any, Any]:
-    card, typed_episodes, typed_drops = load_card(directory)  # checksums verified against the files
-    episodes = [orjson.loads(dumps_line(e)) for e in typed_episodes]
-    drops = [orjson.loads(dumps_line(d.to_json())) for d in typed_drops]
-    for entry in card["files"].values():  # the bytes differ by their timings, so their hashes do
-        entry.pop("sha256")
-        entry.pop("bytes")
-        entry.pop("line_crc32")
-    for drop in drops:  # remote frames differ; the exception line must not
-        assert drop["traceback"] is None or "Error" in drop["traceback"]
-        drop["traceback"] = drop["traceback"] is not None
-    return _stable(card), _stable(episodes), _stable(drops)
-
-
-def _assert_same(local: Path, remote: Path) -> None:
-    a, b = _comparable(local), _comparable(remote)
-    assert [e["plan_id"] for e in a[1]] == [e["plan_id"] for e in b[1]]
-    assert [d["plan_id"] for d in a[2]] == [d["plan_id"] for d in b[2]]
-    assert a[1] == b[1]
-    assert a[2] == b[2]
-    assert a[0] == b[0]
-
-
 @pytest.mark.parametrize("agent", ["oracle", "random"])
 def test_cli_ray_card_equals_local_card(tmp_path: Path, ray_cluster: None, agent: str) -> None:
     # The CLI joins the Ray the fixture started (ray.init is already done in this process).
@@ -102,7 +59,7 @@ def test_cli_ray_card_equals_local_card(tmp_path: Path, ray_cluster: None, agent
     assert local.exit_code == 0, local.output
     remote = runner.invoke(app, [*common, "--out", str(tmp_path / "ray"), "--backend", "ray"])
     assert remote.exit_code == 0, remote.output
-    _assert_same(tmp_path / "local", tmp_path / "ray")
+    assert_same_card(tmp_path / "local", tmp_path / "ray")
     card, episodes, _ = load_card(tmp_path / "ray")
     assert card["status"] == "complete" and card["accounting"]["balanced"] and len(episodes) == 24
     if agent == "oracle":
@@ -121,7 +78,7 @@ def test_drops_retries_and_cancels_equal_over_ray(tmp_path: Path, ray_envs: RayE
     )
     run_to_card(tmp_path / "local", _PartlyBroken(), cfg, run_options)
     run_to_card(tmp_path / "ray", _PartlyBroken(), cfg, run_options, envs=ray_envs)
-    _assert_same(tmp_path / "local", tmp_path / "ray")
+    assert_same_card(tmp_path / "local", tmp_path / "ray")
     _, _, drops = load_card(tmp_path / "ray")
     classes = {d.drop.drop_class for d in drops}
     assert {"agent_error", "grader_error", "sandbox_timeout"} <= classes

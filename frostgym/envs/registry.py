@@ -123,14 +123,16 @@ def register_envs(entries: Iterable[EnvEntry] = ENTRIES) -> None:
             gymnasium.register(id=e.id, entry_point=e.entry_point, kwargs=dict(e.kwargs))
 
 
-def make_env(env_id: str, split: Split | str, env_kwargs: Mapping[str, Any]) -> FrozenEnv:
+def make_env(env_id: str, split: Split | str | None, env_kwargs: Mapping[str, Any]) -> FrozenEnv:
     """The env behind ``env_id`` on ``split`` (of several, comma-separated, the first: a
-    runner picks each episode's task, and so its split, by task id), unwrapped from Gymnasium's wrappers (the
-    runner, the plan and replays call the env's own methods). Raises what
+    runner picks each episode's task, and so its split, by task id; None: the env's own
+    default), unwrapped from Gymnasium's wrappers (the runner, the plan and replays call
+    the env's own methods). Raises what
     ``gymnasium.make`` raises for an unknown id, and ``ValueError`` naming the id for
     ``env_kwargs`` it does not take (``max_turns`` on a single-turn id, say)."""
+    on_split: dict[str, Any] = {} if split is None else {"split": parse_splits(split)[0]}
     try:
-        env = gymnasium.make(env_id, split=parse_splits(split)[0], **env_kwargs)
+        env = gymnasium.make(env_id, **on_split, **env_kwargs)
     except TypeError as error:  # the env's __init__ refused a keyword
         raise ValueError(f"{env_id} does not take these options {sorted(env_kwargs)}: {error}") from error
     return cast("FrozenEnv", env.unwrapped)

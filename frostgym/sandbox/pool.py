@@ -35,6 +35,15 @@ def thread_sandbox(backend: str = "auto", *, allow_insecure: bool = False) -> Sa
     return sandbox
 
 
+def close_thread_sandboxes() -> None:
+    """Close the calling thread's sandboxes: for a worker thread that is about to end (its
+    thread-local sandboxes would otherwise run on until ``close_all`` at exit)."""
+    cache: dict[tuple[str, bool], Sandbox] | None = getattr(_local, "sandboxes", None)
+    while cache:
+        _, sandbox = cache.popitem()
+        sandbox.close()
+
+
 def close_all() -> None:
     with _all_lock:
         sandboxes = list(_all)
