@@ -25,13 +25,13 @@ import orjson
 
 from frostgym.core.episode import Drop
 from frostgym.core.errors import EpisodeNotActiveError, InvalidActionError, UnknownTaskError
-from frostgym.core.fixture_lock import package_lock_file, verified_fixture_sha256
+from frostgym.core.fixture_lock import package_lock_file, verified_fixture_sha256, verified_twins
 from frostgym.core.grade import Grade
 from frostgym.core.messages import Action, Message, Observation, clean_data, clean_text, copy_messages, message
 from frostgym.core.seeding import derive_seed, draw_seed
 from frostgym.core.spaces import ChatObservationSpace, TextActionSpace
 from frostgym.core.splits import Split, check_split
-from frostgym.core.tasks import Task, TaskSource
+from frostgym.core.tasks import Task, TaskSource, is_twin_id
 
 #: Conversation history keeps at most this much of one assistant reply; the full
 #: action is kept by whoever records the episode (the runner), never lost.
@@ -68,7 +68,9 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
     ``render_mode`` None or ``"ansi"``; ``ValueError`` for anything else.
 
     ``reset(seed=..., options=...)`` draws a task from ``split`` with ``self.np_random``,
-    or takes ``options["task_id"]`` (``options["split"]`` overrides the split). It returns
+    or takes ``options["task_id"]`` (``options["split"]`` overrides the split), which may name
+    an eval task's twin (``arithmetic/test/5~twin``, ``TaskSource.twin``) where the family
+    makes twins. It returns
     the conversation so far (chat messages) and ``info``; raises ``ValueError`` for another
     option and ``UnknownTaskError`` for a task id (or split) this env does not have.
 
@@ -88,7 +90,8 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
     the env parsed and what each returned), ``action_sanitized`` (the reply held text no
     JSON can carry, replaced by U+FFFD) and ``drop`` (``Drop.to_json``: the episode ran but
     cannot be scored normally). The first ``reset`` in a process checks the task data
-    against the family's lock file: ``FixtureMismatchError`` when it drifted. A grader that
+    against the family's lock file (and the first that serves a twin, the twins):
+    ``FixtureMismatchError`` when it drifted. A grader that
     crashes (our bug, never the reply's) raises ``GraderError`` from ``step``.
     """
 
@@ -173,6 +176,8 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
             task = self.source.task_by_id(task_id)
             if "split" in options and task.split != split:
                 raise UnknownTaskError(f"task {task_id!r} is in split {task.split!r}, not {split!r}")
+            if is_twin_id(task.task_id):
+                verified_twins(self.lock_file, self.source)
         else:
             task = self.source.sample(split, self.np_random)
         # The episode id draws after the task so a fixed task_id still gives each seed its own id.

@@ -15,6 +15,12 @@ level ship with the package, so each must have an entry. Any other config that n
 holds is hashed once per process instead, and that hash is what the records carry as
 ``fixture_sha256``: nothing is refused up front, but a replay or regrade elsewhere
 compares it and catches drift.
+
+A source that makes twins (``TaskSource.twin_rule``) also keeps, in its entry, the rule's
+version and a hash of the twins of its locked splits (``"twins"``). Twins are derived from
+locked content, but by code of their own (and for code twins, by ``ast``, whose output may
+differ between Python versions), so they are locked like the content: checked the first
+time a process serves a twin (``verified_twins``), not at every first reset.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from frostgym.core.hashing import canonical_json
 from frostgym.core.tasks import TaskSource
 
 _verified: dict[tuple[str, str, str, type[TaskSource]], str] = {}
+_verified_twins: set[tuple[str, str, str, type[TaskSource]]] = set()
 _lock = threading.Lock()
 
 
@@ -82,12 +89,14 @@ def verified_fixture_sha256(path: Path, source: TaskSource) -> str:
     recomputation, or if there is none for the default config or a level; any other
     config without an entry is hashed and trusted for this process."""
     # Keyed by class too: another generator under the same name is checked afresh.
-    key = (str(path), source.id_prefix, canonical_json(source.config_record()), type(source))
+    key = _key(path, source)
     with _lock:
         if key in _verified:
             return _verified[key]
         entry = read_lock(path).get(source.id_prefix)
-        actual = source.lock_record()
+        if entry is not None:  # the twins are checked when one is first served (verified_twins)
+            entry = {name: value for name, value in entry.items() if name != "twins"}
+        actual = source.lock_record(twins=False)
         if entry is None and (source.default_config or source.level is not None):
             how = "" if source.level is None or source.default_config else f" --env 'ID[level={source.level}]'"
             raise FixtureMismatchError(
@@ -102,3 +111,28 @@ def verified_fixture_sha256(path: Path, source: TaskSource) -> str:
             )
         _verified[key] = _fixture_sha256(source, actual)
         return _verified[key]
+
+
+def verified_twins(path: Path, source: TaskSource) -> None:
+    """Check ``source``'s twins once per process against its entry in the lock file at
+    ``path`` (its ``twins`` record: the rule's version and the hash of the twins of the
+    locked splits). Raises ``FixtureMismatchError`` when they differ, or when a locked
+    entry has no twins record; a config without an entry is trusted, as its tasks are."""
+    key = _key(path, source)
+    with _lock:
+        if key in _verified_twins:
+            return
+        entry = read_lock(path).get(source.id_prefix)
+        if entry is not None:
+            actual = source.twins_record()
+            if entry.get("twins") != actual:
+                raise FixtureMismatchError(
+                    f"the twins of task source {source.id_prefix!r} do not match their lock in {path}: expected "
+                    f"{entry.get('twins')}, got {actual}. The twin rule changed without a new twin_rule version, "
+                    "or the lock predates it: run `frostgym lock --write` after reviewing the twins."
+                )
+        _verified_twins.add(key)
+
+
+def _key(path: Path, source: TaskSource) -> tuple[str, str, str, type[TaskSource]]:
+    return (str(path), source.id_prefix, canonical_json(source.config_record()), type(source))

@@ -29,6 +29,18 @@ than a hash. The default config is one of the levels (``default_level``) or, for
 whose levels are parts of it, none of them; either way its ids stay untagged. Levels share
 the source's name, so a prompt falls in the same split at every level: no level's train
 holds another level's eval task.
+
+A source may also make *twins* (``twin_rule`` names the version of its rule): the twin of an
+eval task keeps its structure (a template, an expression's shape, a function's code) with
+new values or names and its own gold, so a score that drops from originals to twins is a
+sign of memorised originals. A twin's id is its original's plus ``~twin``
+(``arithmetic~L1/test/5~twin``): the level tag sits in the first part of an id and the twin
+tag after the index, so neither can be read as the other. ``twin`` makes it from the
+original's content hash with ``derive_random``, so it is frozen too, and ``_twin_fits``
+keeps it off every eval task of the source (and a generator's twin in its original's split,
+where that split's part of the content has room, so train never serves it). The lock keeps
+a hash of the twins of the locked splits (``twins_record``), checked the first time a
+process serves a twin.
 """
 
 from __future__ import annotations
@@ -49,6 +61,9 @@ from frostgym.core.errors import UnknownTaskError
 from frostgym.core.hashing import canonical_json, sha256_json
 from frostgym.core.seeding import derive_random
 from frostgym.core.splits import ALL_SPLITS, DEFAULT_SPLIT_PERCENT, Split, check_split, split_of
+
+#: What a twin's id adds to its original's: ``arithmetic/test/5`` -> ``arithmetic/test/5~twin``.
+TWIN_SUFFIX = "~twin"
 
 ConfigT = TypeVar("ConfigT")
 SourceT = TypeVar("SourceT", bound="TaskSource")
@@ -100,6 +115,16 @@ class Draft:
     #: Per-task overrides of the source's difficulty and tags (hand-written task sets).
     difficulty: str | None = None
     tags: tuple[str, ...] | None = None
+
+
+def is_twin_id(task_id: str) -> bool:
+    """Whether ``task_id`` names a twin (``...~twin``)."""
+    return task_id.endswith(TWIN_SUFFIX)
+
+
+def twin_id(task_id: str) -> str:
+    """The id of the twin of the task ``task_id``."""
+    return task_id + TWIN_SUFFIX
 
 
 def parse_task_id(task_id: str) -> tuple[str, Split, int]:
@@ -217,6 +242,12 @@ class TaskSource(ABC):
     levels_note: ClassVar[str] = ""
     #: The level this source's config is, or None.
     level: int | None
+    #: The version of the rule that makes this source's twins (``twin_draft``): part of every
+    #: twin's seed, its content (``metadata["twin_rule"]``) and the lock entry, so a change to
+    #: the rule is a new version. Empty: the source makes no twins.
+    twin_rule: ClassVar[str] = ""
+    #: Give up on a twin after this many rejected draws (guards a broken rule).
+    max_twin_draws: ClassVar[int] = 10_000
 
     def __init__(self, config: object = None) -> None:
         """``config``: a ``config_type`` instance or a mapping of its fields (``make_config``);
@@ -242,6 +273,7 @@ class TaskSource(ABC):
             self.sizes = MappingProxyType(dict(level_sizes))
         self._finite: dict[Split, list[Task]] = {}
         self._pools: dict[Split, list[Task]] = {}
+        self._twins: dict[str, Task] = {}
 
     # -- what a kind provides ----------------------------------------------------------
     @abstractmethod
@@ -261,6 +293,20 @@ class TaskSource(ABC):
 
     def _task_id(self, split: Split, index: int, draft: Draft) -> str:
         return f"{self.id_prefix}/{split}/{index}"
+
+    # -- what a source with twins provides ---------------------------------------------
+    def twin_draft(self, original: Task, rng: random.Random) -> Draft:
+        """The draft of ``original``'s twin, from ``rng`` alone: the same structure with new
+        values (or names), and the gold solved again. Raising ``ValueError`` or
+        ``ArithmeticError`` rejects the draw; the next one is used. A source with a
+        ``twin_rule`` overrides this."""
+        raise UnknownTaskError(f"{self.id_prefix} has no twins")
+
+    def _twin_fits(self, draft: Draft, original: Task, candidate: int) -> bool:
+        """Whether the twin of ``original`` may have ``draft``'s prompt, the ``candidate``-th
+        (from 0) the rule drew that is not the original's: never that of one of the source's
+        eval tasks."""
+        raise NotImplementedError
 
     # -- levels ------------------------------------------------------------------------
     @classmethod
@@ -313,6 +359,10 @@ class TaskSource(ABC):
         return self._finite_split(split)[index]
 
     def task_by_id(self, task_id: str) -> Task:
+        """The task ``task_id`` names: ``prefix/split/index``, or that plus ``~twin`` for its
+        twin (``twin``). ``UnknownTaskError`` for an id this source does not have."""
+        if isinstance(task_id, str) and is_twin_id(task_id):
+            return self.twin(self.task_by_id(task_id.removesuffix(TWIN_SUFFIX)))
         prefix, split, index = parse_task_id(task_id)
         if prefix != self.id_prefix:
             raise UnknownTaskError(f"task {task_id!r} is not from source {self.id_prefix!r}")
@@ -334,19 +384,71 @@ class TaskSource(ABC):
             raise ValueError(f"split {split!r} of {self.name} is unbounded; iterate with task()")
         return iter(self._finite_split(split))
 
+    def twin(self, task: Task) -> Task:
+        """The twin of ``task``, an eval task of this source: the same structure with new
+        values and its own gold (``twin_draft``), under the id ``task``'s plus ``~twin``, in
+        ``task``'s split and at its index, with ``metadata`` saying whose twin it is
+        (``twin_of``) and by which rule (``twin_rule``). Its values are drawn from
+        ``task``'s content hash alone, and its prompt is that of no eval task of the source.
+        Raises ``UnknownTaskError`` for a source without twins, a train task or a twin, and
+        ``RuntimeError`` when the rule finds no twin."""
+        if not self.twin_rule:
+            raise UnknownTaskError(f"{self.id_prefix} has no twins; {task.task_id!r} has none")
+        if is_twin_id(task.task_id) or task.split == "train":
+            what = "a twin" if is_twin_id(task.task_id) else "a train task"
+            raise UnknownTaskError(f"{task.task_id!r} is {what}: only eval tasks have twins")
+        cached = self._twins.get(task.task_id)
+        if cached is not None:
+            return cached
+        candidate = 0
+        for attempt in range(self.max_twin_draws):
+            rng = derive_random("twin", self.name, self.twin_rule, task.sha256, attempt)
+            try:
+                draft = self.twin_draft(task, rng)
+            except (ValueError, ArithmeticError):
+                continue  # a degenerate draw (an inexact division, say): the next one is as frozen
+            if draft.prompt == task.prompt:
+                continue
+            candidate += 1
+            if not self._twin_fits(draft, task, candidate - 1):
+                continue
+            made = self._make(task.split, task.index, draft)
+            twin = dataclasses.replace(
+                made,
+                task_id=twin_id(task.task_id),
+                metadata={**draft.metadata, "twin_of": task.task_id, "twin_rule": self.twin_rule},
+            )
+            self._twins[task.task_id] = twin
+            return twin
+        raise RuntimeError(f"{self.id_prefix}: no twin of {task.task_id} after {self.max_twin_draws} draws")
+
+    def twins_record(self) -> dict[str, Any]:
+        """What the lock keeps of this source's twins: the rule's version and the SHA-256 of
+        the twins of each locked split (``{"rule": "1", "sha256": {"dev": …}}``)."""
+        return {
+            "rule": self.twin_rule,
+            "sha256": {
+                split: sha256_json([self.twin(t).record() for t in self.tasks(split)]) for split in self.locked_splits
+            },
+        }
+
     def fingerprint(self, splits: tuple[Split, ...]) -> str:
         """SHA-256 over the full content of the given finite splits."""
         return sha256_json([[t.record() for t in self.tasks(s)] for s in splits])
 
-    def lock_record(self) -> dict[str, Any]:
+    def lock_record(self, *, twins: bool = True) -> dict[str, Any]:
         """What the fixture lock keeps for this source: its version, config, split sizes and
-        the SHA-256 of each locked split (``{"sha256": {"dev": …}}``)."""
-        return {
+        the SHA-256 of each locked split (``{"sha256": {"dev": …}}``), and for a source with
+        twins, unless ``twins`` is False, their ``twins_record``."""
+        record: dict[str, Any] = {
             "version": self.version,
             "config": self.config_record(),
             "sizes": dict(self.sizes),
             "sha256": {split: self.fingerprint((split,)) for split in self.locked_splits},
         }
+        if twins and self.twin_rule:
+            record["twins"] = self.twins_record()
+        return record
 
     # -- shared machinery --------------------------------------------------------------
     def _make(self, split: Split, index: int, draft: Draft) -> Task:
@@ -391,6 +493,10 @@ class ProceduralSource(TaskSource):
     locked_splits: tuple[Split, ...] = ("dev",)
     #: Give up on a split if this many draws in a row are rejected (guards a broken generator).
     max_rejections: int = 10_000
+    #: For this many candidates (draws of the twin rule) a twin must hash into its original's
+    #: split; after them (a split whose part of the content holds few or no other tasks of
+    #: the structure, as at the smallest levels) into train instead, never another eval split.
+    twin_same_split_draws: ClassVar[int] = 100
 
     def __init__(self, config: object = None) -> None:
         super().__init__(config)
@@ -398,6 +504,7 @@ class ProceduralSource(TaskSource):
         self.held_out: frozenset[str] = frozenset()
         # The default config seeds as it always has; any other is part of every seed.
         self._config_seed: tuple[str, ...] = () if self.default_config else (canonical_json(self.config_record()),)
+        self._split_prompts: dict[Split, frozenset[str]] = {}
 
     @abstractmethod
     def generate(self, rng: random.Random) -> Draft:
@@ -408,6 +515,21 @@ class ProceduralSource(TaskSource):
         if draft.prompt in self.held_out:
             return False
         return split_of(draft.prompt, salt=self.name, percent=self.split_percent) == split
+
+    def _twin_fits(self, draft: Draft, original: Task, candidate: int) -> bool:
+        """In the original's split and none of its tasks; after ``twin_same_split_draws``
+        candidates, in train. A prompt's split is a function of it, so a twin that is in one
+        split can be none of another split's tasks."""
+        owner = split_of(draft.prompt, salt=self.name, percent=self.split_percent)
+        if owner == original.split:
+            return draft.prompt not in self._prompts(original.split)
+        return owner == "train" and candidate >= self.twin_same_split_draws and draft.prompt not in self.held_out
+
+    def _prompts(self, split: Split) -> frozenset[str]:
+        prompts = self._split_prompts.get(split)
+        if prompts is None:
+            prompts = self._split_prompts[split] = frozenset(t.prompt for t in self.tasks(split))
+        return prompts
 
     def _try_generate(self, *seed_parts: str | int) -> Draft | None:
         try:
@@ -455,6 +577,7 @@ class TaskListSource(TaskSource):
         super().__init__(config)
         loaded = self.load()
         self._listed: dict[Split, list[Draft]] = {split: list(loaded.get(split, ())) for split in ALL_SPLITS}
+        self._listed_prompts: frozenset[str] | None = None
         sizes: dict[Split, int | None] = {split: len(drafts) for split, drafts in self._listed.items()}
         self.train = self.train_generator()
         if self.train is not None:
@@ -480,6 +603,12 @@ class TaskListSource(TaskSource):
         config narrows its list (a level) returns those of the whole list, so no level's
         train holds another level's eval task."""
         return frozenset(d.prompt for drafts in self._listed.values() for d in drafts)
+
+    def _twin_fits(self, draft: Draft, original: Task, candidate: int) -> bool:
+        """None of the listed tasks, of any split."""
+        if self._listed_prompts is None:
+            self._listed_prompts = frozenset(d.prompt for drafts in self._listed.values() for d in drafts)
+        return draft.prompt not in self._listed_prompts
 
     def deal_by_content(self, drafts: Iterable[Draft]) -> dict[Split, list[Draft]]:
         """``drafts`` dealt into splits by a hash of their prompt (``split_percent``, salted

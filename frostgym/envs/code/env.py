@@ -73,7 +73,9 @@ class CodeEnv(FrozenEnv):
 
     Arguments:
         split: only ``test`` has tasks (all 164, ``humaneval/test/i`` is HumanEval/i);
-            another split makes ``reset`` raise ``UnknownTaskError``.
+            another split makes ``reset`` raise ``UnknownTaskError``. Each has a twin,
+            ``humaneval/test/i~twin`` (its names changed, its examples reordered:
+            ``frostgym.code.twins``), which ``reset(options={"task_id": ...})`` serves.
         level: this id has no levels (HumanEval publishes no difficulty or category
             labels); anything but None is a ``ValueError``.
         max_turns: with more than one, earlier replies may run the docstring's examples.

@@ -1,16 +1,26 @@
 """Integer arithmetic: one expression to evaluate, from ``3 + 4`` to six operands with
-parentheses and exact division, in five levels."""
+parentheses and exact division, in five levels.
+
+A task's twin (``ArithmeticSource.twin_draft``) is the same expression (its operators, and
+its parentheses or their absence) with new operands drawn from the config's range, and an
+answer of the same sign (``frostgym.envs.math.twins``): a divisor is drawn among those that
+divide exactly, as the generator allows ``/`` only there.
+"""
 
 from __future__ import annotations
 
+import ast
 import random
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
 
-from frostgym.core.tasks import Draft, Level, ProceduralSource, added, require_int
+from frostgym.core.tasks import Draft, Level, ProceduralSource, Task, added, require_int
+from frostgym.envs.math.twins import check_sign
 
 OPERATORS = "+-*/"
+PROMPT = "Calculate the value of the expression {}. Give the result as your final answer."
+_OPERATOR_OF: dict[type[ast.operator], str] = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/"}
 
 
 @dataclass(frozen=True)
@@ -85,6 +95,11 @@ def _flat(rng: random.Random, values: list[int], operators: str, steps: list[str
         op = rng.choice(_choices(operators, term, Fraction(value)))
         ops.append(op)
         term = term * value if op == "*" else term / value if op == "/" else Fraction(value)
+    return _flat_value(values, ops, steps)
+
+
+def _flat_value(values: list[int], ops: list[str], steps: list[str]) -> tuple[str, Fraction]:
+    """The text and value of ``values`` joined by ``ops``, with the usual precedence."""
     terms, signs = [Fraction(values[0])], []
     for op, value in zip(ops, values[1:], strict=True):
         if op in "*/":
@@ -136,13 +151,68 @@ class ArithmeticSource(ProceduralSource):
     )
     default_level = 4
 
+    twin_rule = "1"
+
     def generate(self, rng: random.Random) -> Draft:
         c = self.config
         values = [rng.randint(c.min_operand, c.max_operand) for _ in range(rng.randint(c.min_operands, c.max_operands))]
         steps: list[str] = []
         expr, value = (_nested if c.parentheses else _flat)(rng, values, c.operators, steps)
-        return Draft(
-            prompt=f"Calculate the value of the expression {expr}. Give the result as your final answer.",
-            answer=str(value),
-            solution="\n".join(steps),
-        )
+        return _draft(expr, value, steps)
+
+    def twin_draft(self, original: Task, rng: random.Random) -> Draft:
+        """``original``'s expression with new operands: the same operators in the same
+        places, nested in the same parentheses (or written flat, as the config writes it),
+        and an answer of the same sign."""
+        expr = original.prompt.removeprefix(PROMPT.split("{}")[0]).removesuffix(PROMPT.split("{}")[1])
+        steps: list[str] = []
+        if not self.config.parentheses:
+            ops = expr.split(" ")[1::2]
+            value, values = self._operand(rng), []
+            values.append(value)
+            term = Fraction(value)  # the running product, as ``_flat`` keeps it
+            for op in ops:
+                value = self._divisor(rng, term) if op == "/" else self._operand(rng)
+                values.append(value)
+                term = term * value if op == "*" else term / value if op == "/" else Fraction(value)
+            text, result = _flat_value(values, ops, steps)
+        else:
+            text, result = self._twin_node(ast.parse(expr, mode="eval").body, rng, steps)
+            text = text[1:-1] if text.startswith("(") else text
+        check_sign(str(result), original.answer)
+        return _draft(text, result, steps)
+
+    def _twin_node(self, node: ast.expr, rng: random.Random, steps: list[str]) -> tuple[str, Fraction]:
+        """A node of a nested expression with new operands, as ``_nested`` writes it."""
+        if isinstance(node, ast.Constant):
+            value = self._operand(rng)
+            return str(value), Fraction(value)
+        if not isinstance(node, ast.BinOp) or type(node.op) not in _OPERATOR_OF:
+            raise ValueError(f"not an expression this generator writes: {ast.dump(node)}")
+        op = _OPERATOR_OF[type(node.op)]
+        left_text, left = self._twin_node(node.left, rng, steps)
+        if op == "/" and isinstance(node.right, ast.Constant):
+            divisor = self._divisor(rng, left)
+            right_text, right = str(divisor), Fraction(divisor)
+        else:
+            right_text, right = self._twin_node(node.right, rng, steps)
+        if op == "/" and (right == 0 or (left / right).denominator != 1):
+            raise ValueError("inexact division")  # rejected: the next draw is used
+        return f"({left_text} {op} {right_text})", _apply(op, left, right, steps)
+
+    def _operand(self, rng: random.Random) -> int:
+        return rng.randint(self.config.min_operand, self.config.max_operand)
+
+    def _divisor(self, rng: random.Random, dividend: Fraction) -> int:
+        """An operand that divides ``dividend`` exactly (any non-zero one divides 0)."""
+        low, high = max(self.config.min_operand, 1), self.config.max_operand
+        if dividend.denominator != 1:
+            raise ValueError("a fraction is divided by no operand exactly")
+        fits = [v for v in range(low, high + 1) if dividend.numerator % v == 0]
+        if not fits:
+            raise ValueError(f"no operand divides {dividend}")
+        return rng.choice(fits)
+
+
+def _draft(expr: str, value: Fraction, steps: list[str]) -> Draft:
+    return Draft(prompt=PROMPT.format(expr), answer=str(value), solution="\n".join(steps))

@@ -39,7 +39,9 @@ class MathEnv(FrozenEnv):
         split: the split ``reset`` draws from. ``train`` is unbounded; dev (200), test and
             private (500 each; fewer at a level with fewer distinct tasks) are fixed, and a
             task belongs to the split its prompt hashes into, at every level, so no two
-            splits share a question.
+            splits share a question. Each eval task has a twin, its id plus ``~twin``
+            (``arithmetic~L1/test/5~twin``: the same template or expression with new
+            values, ``TaskSource.twin``), which ``reset(options={"task_id": ...})`` serves.
         max_turns: attempts per episode (>= 1).
         grader_config, system_prompt: how answers are graded and what the agent is told.
 

@@ -1,16 +1,26 @@
 """Arithmetic on fractions, answered as a reduced fraction: from two proper fractions over
-one denominator to six terms with all four operations, in five levels."""
+one denominator to six terms with all four operations, in five levels.
+
+A task's twin (``FractionArithmeticSource.twin_draft``) is the same computation (as many
+terms, the same operators in the same order) over new terms drawn as the generator draws
+them (over one new shared denominator, at the levels that share one), with an answer of
+the same sign (``frostgym.envs.math.twins``).
+"""
 
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
 
-from frostgym.core.tasks import Draft, Level, ProceduralSource, added, require_int
+from frostgym.core.tasks import Draft, Level, ProceduralSource, Task, added, require_int
+from frostgym.envs.math.twins import check_sign
 
 OPERATORS = "+-*/"
+#: How a prompt writes the operator between two terms: ``(1/2) + (3/4)``.
+_BETWEEN_TERMS = re.compile(r"\) ([-+*/]) \(")
 
 
 @dataclass(frozen=True)
@@ -78,6 +88,7 @@ class FractionArithmeticSource(ProceduralSource):
         }
     )
     default_level = 4
+    twin_rule = "1"
 
     def _term(self, rng: random.Random) -> Fraction:
         while True:  # a bounded number of tries in practice; every draw is seeded
@@ -86,9 +97,8 @@ class FractionArithmeticSource(ProceduralSource):
             if value.denominator != 1:
                 return value
 
-    def _terms(self, rng: random.Random) -> list[tuple[Fraction, str]]:
-        """The terms, each with how the prompt writes it."""
-        count = rng.randint(self.config.min_terms, self.config.max_terms)
+    def _terms(self, rng: random.Random, count: int) -> list[tuple[Fraction, str]]:
+        """``count`` terms, each with how the prompt writes it."""
         if not self.config.common_denominator:
             return [(term, format_fraction(term)) for term in (self._term(rng) for _ in range(count))]
         den = rng.randint(2, self.config.max_denominator)
@@ -96,22 +106,32 @@ class FractionArithmeticSource(ProceduralSource):
         return [(Fraction(n, den), f"{n}/{den}") for n in numerators]
 
     def generate(self, rng: random.Random) -> Draft:
-        terms = self._terms(rng)
-        value = terms[0][0]
-        shown = [f"({terms[0][1]})"]
-        steps = []
-        for term, text in terms[1:]:
-            op = rng.choice(self.config.operators)
-            new = {"+": value + term, "-": value - term, "*": value * term, "/": value / term}[op]
-            steps.append(f"({format_fraction(value)}) {op} ({text}) = {format_fraction(new)}")
-            shown.append(f"{op} ({text})")
-            value = new
-        expr = " ".join(shown)
-        return Draft(
-            prompt=(
-                f"Compute {expr}, working strictly from left to right. "
-                "Give the result as a fraction in lowest terms (or an integer)."
-            ),
-            answer=format_fraction(value),
-            solution="\n".join(steps),
-        )
+        terms = self._terms(rng, rng.randint(self.config.min_terms, self.config.max_terms))
+        return _draft(terms, [rng.choice(self.config.operators) for _ in terms[1:]])
+
+    def twin_draft(self, original: Task, rng: random.Random) -> Draft:
+        """``original``'s operators, in order, between new terms; an answer of its sign."""
+        ops = _BETWEEN_TERMS.findall(original.prompt)
+        draft = _draft(self._terms(rng, len(ops) + 1), ops)
+        check_sign(draft.answer, original.answer)
+        return draft
+
+
+def _draft(terms: list[tuple[Fraction, str]], ops: list[str]) -> Draft:
+    """``terms`` joined by ``ops``, computed from left to right."""
+    value = terms[0][0]
+    shown = [f"({terms[0][1]})"]
+    steps = []
+    for (term, text), op in zip(terms[1:], ops, strict=True):
+        new = {"+": value + term, "-": value - term, "*": value * term, "/": value / term}[op]
+        steps.append(f"({format_fraction(value)}) {op} ({text}) = {format_fraction(new)}")
+        shown.append(f"{op} ({text})")
+        value = new
+    return Draft(
+        prompt=(
+            f"Compute {' '.join(shown)}, working strictly from left to right. "
+            "Give the result as a fraction in lowest terms (or an integer)."
+        ),
+        answer=format_fraction(value),
+        solution="\n".join(steps),
+    )

@@ -7,6 +7,9 @@ config has one knob, ``difficulty``, and supports only its default (1.0); ours n
 the templates drawn from. The levels do so by the length of a template's worked solution:
 level 1 draws the two-step templates, each level above adds the next length, and level 4
 (the default) draws every template.
+
+A task's twin (``GSMSymbolicSource.twin_draft``) is its template (``metadata["template"]``)
+called again with a new RNG: new names and numbers, and the template's own answer.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from functools import cache
 from types import MappingProxyType
 from typing import Any
 
-from frostgym.core.tasks import Draft, Level, ProceduralSource
+from frostgym.core.tasks import Draft, Level, ProceduralSource, Task
 
 Template = Callable[[random.Random, float], dict[str, Any]]
 SUFFIX = " Give the result as your final answer. Do not include units."
@@ -84,6 +87,7 @@ class GSMSymbolicSource(ProceduralSource):
         }
     )
     default_level = 4
+    twin_rule = "1"
 
     def __init__(self, config: object = None) -> None:
         super().__init__(config)
@@ -93,14 +97,21 @@ class GSMSymbolicSource(ProceduralSource):
             raise ValueError(f"templates {unknown} are not among reasoning-gym's vetted ones: {list(ok)}")
 
     def generate(self, rng: random.Random) -> Draft:
-        ok, templates = _templates()
-        template = rng.choice(self.config.templates or ok)
-        example = templates[template](rng, 1.0)
-        cot = str(example["metadata"]["answer_cot"])
-        solution = cot.rsplit("####", 1)[0].strip()
-        return Draft(
-            prompt=str(example["question"]) + SUFFIX,
-            answer=str(example["answer"]),
-            solution=solution,
-            metadata={"template": template},
-        )
+        return _from_template(rng.choice(self.config.templates or _templates()[0]), rng)
+
+    def twin_draft(self, original: Task, rng: random.Random) -> Draft:
+        """``original``'s template with new values."""
+        return _from_template(int(original.metadata["template"]), rng)
+
+
+def _from_template(template: int, rng: random.Random) -> Draft:
+    """A problem of reasoning-gym's ``template``, its values drawn from ``rng``."""
+    example = _templates()[1][template](rng, 1.0)
+    cot = str(example["metadata"]["answer_cot"])
+    solution = cot.rsplit("####", 1)[0].strip()
+    return Draft(
+        prompt=str(example["question"]) + SUFFIX,
+        answer=str(example["answer"]),
+        solution=solution,
+        metadata={"template": template},
+    )

@@ -1,15 +1,23 @@
 """Linear equations in one unknown: from ``3x - 4 = 11`` to ``p(ax + b) = cx + d`` with
-rational solutions, in four levels."""
+rational solutions, in four levels.
+
+A task's twin (``LinearEquationSource.twin_draft``) is an equation of the same form (the
+config fixes whether it has a bracket and the unknown on both sides) in the same unknown,
+with new coefficients and constants drawn as the generator draws them, and a solution of
+the same sign (``frostgym.envs.math.twins``).
+"""
 
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 from types import MappingProxyType
 
-from frostgym.core.tasks import Draft, Level, ProceduralSource, added, require_int
+from frostgym.core.tasks import Draft, Level, ProceduralSource, Task, added, require_int
 from frostgym.envs.math.fraction_arithmetic import format_fraction
+from frostgym.envs.math.twins import check_sign
 
 
 @dataclass(frozen=True)
@@ -69,10 +77,23 @@ class LinearEquationSource(ProceduralSource):
         }
     )
     default_level = 3
+    twin_rule = "1"
 
     def generate(self, rng: random.Random) -> Draft:
+        return self._equation(rng, rng.choice("xyznk"))
+
+    def twin_draft(self, original: Task, rng: random.Random) -> Draft:
+        """An equation in ``original``'s unknown with new coefficients and constants, and a
+        solution of its sign."""
+        found = re.match(r"Solve for (\w):", original.prompt)
+        if found is None:
+            raise ValueError(f"not an equation this generator writes: {original.prompt!r}")
+        draft = self._equation(rng, found.group(1))
+        check_sign(draft.answer, original.answer)
+        return draft
+
+    def _equation(self, rng: random.Random, var: str) -> Draft:
         c = self.config
-        var = rng.choice("xyznk")
 
         def coef() -> int:
             return rng.choice([i for i in range(-c.max_coefficient, c.max_coefficient + 1) if i != 0])
