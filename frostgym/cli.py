@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -15,8 +16,10 @@ from rich.table import Table
 
 from frostgym.commands.calibrate import calibrate_cmd
 from frostgym.commands.compare import compare_cmd, trend_cmd
+from frostgym.commands.contamination import contamination_cmd
 from frostgym.commands.export import export_app
 from frostgym.commands.report import report_cmd
+from frostgym.commands.serve import serve_cmd
 from frostgym.core.env import FrozenEnv
 from frostgym.core.errors import FrostgymError
 from frostgym.core.splits import PUBLIC_SPLITS, parse_splits
@@ -67,6 +70,14 @@ def _json_object(text: str, option: str) -> dict[str, Any]:
 ENV_HELP = (
     "Env id, or several separated by commas, each with its own arguments in brackets if any: "
     "'frostgym/Arithmetic-v0[level=1],frostgym/SQL-v0[level=2,max_turns=3]' (values are JSON scalars, else strings)."
+)
+EXCLUDE_HELP = (
+    "Tasks to leave out of the plan, declared in the card with their reasons: the JSON of frostgym contamination "
+    "--json (its contaminated tasks), or one task a line, 'TASK_ID' or 'ENV_ID TASK_ID', then '# reason' if any."
+)
+TWINS_HELP = (
+    "Also play each planned task's twin (same structure, new values or names, id TASK~twin) with the same samples: "
+    "summary and views show the gap between originals and twins (memorisation shows as originals >> twins)."
 )
 TASK_CONFIG_HELP = (
     "The task generator's config as a JSON object, e.g. '{\"max_operand\": 9}' for Arithmetic-v0; "
@@ -190,12 +201,21 @@ def eval_cmd(
         int | None, typer.Option(min=1, help="Override every env's turn limit (default: each env's own).")
     ] = None,
     task_config: Annotated[str | None, typer.Option(metavar="JSON", help=TASK_CONFIG_HELP)] = None,
+    exclude: Annotated[Path | None, typer.Option(metavar="FILE", help=EXCLUDE_HELP)] = None,
+    twins: Annotated[bool, typer.Option("--twins", help=TWINS_HELP)] = False,
     backend: Annotated[
-        str, typer.Option(help="local: envs in this process | ray: envs in Ray actors (pip install frostgym[ray]).")
+        str,
+        typer.Option(
+            help="local: envs in this process | ray: envs in Ray actors (pip install frostgym[ray]) | "
+            "remote: envs on a frostgym serve --allow-oracle server (token: FROSTGYM_SERVE_TOKEN)."
+        ),
     ] = "local",
     address: Annotated[
         str | None,
-        typer.Option(help="With --backend ray: the cluster to join (auto, HOST:6379, ray://...); default a local Ray."),
+        typer.Option(
+            help="With --backend ray: the cluster to join (auto, HOST:6379, ray://...); default a local Ray. "
+            "With --backend remote: the server, http://HOST:PORT."
+        ),
     ] = None,
     ray_actors: Annotated[
         int | None, typer.Option(min=1, help="With --backend ray: env worker actors (default: one per cluster CPU).")
@@ -210,10 +230,12 @@ def eval_cmd(
 
     if all_tasks and episodes is not None:
         raise typer.BadParameter("pass --episodes N or --all, not both")
-    if backend not in ("local", "ray"):
-        raise typer.BadParameter(f"--backend is local or ray, got {backend!r}")
+    if backend not in ("local", "ray", "remote"):
+        raise typer.BadParameter(f"--backend is local, ray or remote, got {backend!r}")
     if backend == "local" and (address is not None or ray_actors is not None):
-        raise typer.BadParameter("--address and --ray-actors need --backend ray")
+        raise typer.BadParameter("--address and --ray-actors need --backend ray (or --address, --backend remote)")
+    if backend == "remote" and (address is None or ray_actors is not None):
+        raise typer.BadParameter("--backend remote needs --address http://HOST:PORT and takes no --ray-actors")
     if agent == "smollm2" or agent.startswith("hf:"):
         from transformers.utils import logging as hf_logging
 
@@ -246,6 +268,8 @@ def eval_cmd(
             seed=seed,
             options=options,
             ks=ks,
+            excluded=None if exclude is None else _exclusions(exclude, env_ids, options.split, options.kwargs_for),
+            twins=twins,
         )
         policy = make_agent(
             agent, seed=seed, sampling=sampling, batch_size=model_batch_size, request_timeout_s=request_timeout
@@ -254,6 +278,22 @@ def eval_cmd(
         raise typer.BadParameter(str(error)) from error
     if backend == "local":
         _run_with_progress(lambda **hooks: run_to_card(out, policy, config, options, resume=resume, **hooks), out)
+        return
+    if backend == "remote":
+        assert address is not None
+        try:
+            from frostgym.serve.backend import RemoteEnvs
+            from frostgym.serve.config import token_from
+
+            served = RemoteEnvs.connect(address, env_ids, token=token_from(None))
+        except ImportError as error:
+            raise typer.BadParameter(f"--backend remote needs: pip install 'frostgym[serve]' ({error})") from error
+        except (ConnectionError, ValueError) as error:
+            raise typer.BadParameter(f"--backend remote: {error}") from error
+        with served:  # like ray, the card records no backend: it equals a local one
+            _run_with_progress(
+                lambda **hooks: run_to_card(out, policy, config, options, resume=resume, envs=served, **hooks), out
+            )
         return
     try:
         from frostgym.integrations.ray_backend import RayEnvs
@@ -268,6 +308,22 @@ def eval_cmd(
         _run_with_progress(
             lambda **hooks: run_to_card(out, policy, config, options, resume=resume, envs=remote, **hooks), out
         )
+
+
+def _exclusions(
+    path: Path, env_ids: list[str], split: str, kwargs_for: Callable[[str], dict[str, Any]]
+) -> dict[str, Any]:
+    """The card's record of the tasks ``--exclude`` takes out of this run's plan (said on the console)."""
+    from frostgym.exclusions import identity_record, read_exclusions, resolve
+
+    listed = read_exclusions(path)
+    applied = resolve(listed, env_ids, split, kwargs_for)
+    console.print(
+        f"--exclude {escape(str(path))}: {len(applied)} tasks left out of the plan"
+        + (f" ({len(listed.entries) - len(applied)} entries name other envs or splits)" if listed.entries else ""),
+        soft_wrap=True,  # one line, however long the path: logs grep it
+    )
+    return identity_record(listed, applied)
 
 
 def _run_with_progress(run: Any, out: Path) -> None:
@@ -521,8 +577,10 @@ def record_cassettes_cmd(
 app.command("compare")(compare_cmd)
 app.command("trend")(trend_cmd)
 app.command("calibrate")(calibrate_cmd)
+app.command("contamination")(contamination_cmd)
 app.add_typer(export_app, name="export")
 app.command("report")(report_cmd)
+app.command("serve")(serve_cmd)
 
 
 def main() -> None:

@@ -10,13 +10,14 @@ imports ``frostgym.cards``).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from frostgym.core.env import FrozenEnv
+from frostgym.core.errors import UnknownTaskError
 from frostgym.core.seeding import SeedPart, derive_generator, derive_seed
 from frostgym.core.splits import Split, parse_splits
 from frostgym.core.tasks import Task
@@ -71,8 +72,17 @@ class PlannedEpisode:
         )
 
 
-def choose_tasks(env: FrozenEnv, env_id: str, split: Split, episodes: int | None, seed: int) -> list[Task]:
-    """``episodes`` distinct tasks of ``split`` in a seeded order, or all of them (None)."""
+def choose_tasks(
+    env: FrozenEnv,
+    env_id: str,
+    split: Split,
+    episodes: int | None,
+    seed: int,
+    exclude: Collection[str] = frozenset(),
+) -> list[Task]:
+    """``episodes`` distinct tasks of ``split`` in a seeded order, or all of them (None),
+    never one whose id is in ``exclude``: the seeded order passes over it, so the others
+    are chosen as without it."""
     size = env.source.size(split)
     rng = derive_generator("plan", seed, env_id, split)
     if size is None:
@@ -80,21 +90,40 @@ def choose_tasks(env: FrozenEnv, env_id: str, split: Split, episodes: int | None
             raise ValueError(f"{env_id} split {split!r} is unbounded: pass a number of episodes instead of all")
         indices: dict[int, None] = {}
         while len(indices) < episodes:
-            indices.setdefault(int(rng.integers(0, 2**31)), None)
+            index = int(rng.integers(0, 2**31))
+            if not exclude or env.source.task(split, index).task_id not in exclude:  # else passed over
+                indices.setdefault(index, None)
         return [env.source.task(split, i) for i in indices]
     # A source narrowed to part of its split (Tools-v0's levels and categories) plans only
     # the tasks it would draw; for any other, this is the whole split, in index order.
     drawable = env.source.drawable_size(split)
     pool = None if drawable == size else [t for t in env.source.tasks(split) if env.source.drawable(t)]
     if episodes is None:
-        return list(env.source.tasks(split)) if pool is None else pool
-    if drawable is None or episodes > drawable:
+        every = list(env.source.tasks(split)) if pool is None else pool
+        return [t for t in every if t.task_id not in exclude] if exclude else every
+    left = drawable
+    if exclude and drawable is not None:
+        left = drawable - sum(t.task_id in exclude for t in (env.source.tasks(split) if pool is None else pool))
+    if left is None or episodes > left:
         raise ValueError(
-            f"{env_id} split {split!r} has {drawable} tasks, fewer than the {episodes} asked for; "
+            f"{env_id} split {split!r} has {left} tasks{' left after the exclusions' if exclude else ''}, "
+            f"fewer than the {episodes} asked for; "
             "pass all tasks (--all) and raise --samples for more episodes per task"
         )
-    order = rng.permutation(drawable)[:episodes]
-    return [env.source.task(split, int(i)) if pool is None else pool[int(i)] for i in order]
+    assert drawable is not None
+    if not exclude:
+        order = rng.permutation(drawable)[:episodes]
+        return [env.source.task(split, int(i)) if pool is None else pool[int(i)] for i in order]
+    # The same order as without exclusions, an excluded task passed over: the other tasks
+    # are chosen as they would have been, so a card with exclusions pairs with one without.
+    chosen: list[Task] = []
+    for i in rng.permutation(drawable):
+        task = env.source.task(split, int(i)) if pool is None else pool[int(i)]
+        if task.task_id not in exclude:
+            chosen.append(task)
+            if len(chosen) == episodes:
+                break
+    return chosen
 
 
 def make_plan(
@@ -106,11 +135,16 @@ def make_plan(
     seed: int,
     env_kwargs: Mapping[str, Any] | None = None,
     env_options: Mapping[str, Mapping[str, Any]] | None = None,
+    exclude: Mapping[str, Collection[str]] | None = None,
+    twins: bool = False,
 ) -> list[PlannedEpisode]:
     """Every (env, task, sample, seed) of a run, in the order it will be started. ``split``
     may name several splits separated by commas: each env then plays ``episodes`` tasks of
     each, in the order given. Each env is made with ``env_kwargs`` and then its own
-    ``env_options`` (``RunOptions``)."""
+    ``env_options`` (``RunOptions``). ``exclude`` maps an env id to task ids it never plays
+    (``frostgym.exclusions``): its tasks are chosen among the others. With ``twins`` each
+    chosen task is followed by its twin (``TaskSource.twin``: id ``<task id>~twin``), its
+    samples seeded alike; ``ValueError`` for an env whose tasks have none."""
     if samples < 1 or (episodes is not None and episodes < 1):
         raise ValueError("episodes and samples must be >= 1")
     if seed < 0:
@@ -121,7 +155,12 @@ def make_plan(
     for env_id in env_ids:
         env = make_env(env_id, split, env_kwargs_for(env_id, env_kwargs or {}, env_options or {}))
         try:
-            tasks = [task for one in parse_splits(split) for task in choose_tasks(env, env_id, one, episodes, seed)]
+            left_out = (exclude or {}).get(env_id, frozenset())
+            tasks = [
+                task for one in parse_splits(split) for task in choose_tasks(env, env_id, one, episodes, seed, left_out)
+            ]
+            if twins:
+                tasks = [one for task in tasks for one in (task, _twin(env, env_id, task))]
         finally:
             env.close()
         for task in tasks:
@@ -140,6 +179,13 @@ def make_plan(
                     )
                 )
     return plan
+
+
+def _twin(env: FrozenEnv, env_id: str, task: Task) -> Task:
+    try:
+        return env.source.twin(task)
+    except UnknownTaskError as error:
+        raise ValueError(f"{env_id} cannot play twins (--twins): {error}") from error
 
 
 def plan_sha256(plan: Sequence[PlannedEpisode] | Sequence[Mapping[str, Any]]) -> str:

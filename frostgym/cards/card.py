@@ -43,7 +43,7 @@ from frostgym.cards.store import (
     read_jsonl,
     write_json_atomic,
 )
-from frostgym.cards.tally import Tally, check_ids
+from frostgym.cards.tally import Tally, check_ids, excluded_count
 from frostgym.core.episode import Drop, DropRecord, EpisodeRecord, Record, RecordHead, drop_record, head_from_line
 from frostgym.core.errors import FrostgymError
 from frostgym.plan import SEEDING, PlannedEpisode, plan_sha256
@@ -459,7 +459,7 @@ def summarize_card(
 def _summarize(directory: Path, card: Mapping[str, Any], status: CardStatus, torn: TornLine) -> dict[str, Any]:
     episodes = read_jsonl(directory / EPISODES_FILE, torn=torn, decode=HEAD_DECODERS[EPISODES_FILE])
     drops = read_jsonl(directory / DROPS_FILE, torn=torn, decode=HEAD_DECODERS[DROPS_FILE])
-    tally = Tally(card["plan"]["episodes"], card["config"]["ks"])
+    tally = Tally(card["plan"]["episodes"], card["config"]["ks"], excluded_count(card["config"]))
     tally.add("episode", episodes.records)
     tally.add("drop", drops.records)
     return {

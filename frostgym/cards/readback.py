@@ -39,7 +39,7 @@ from typing import IO, Any
 import orjson
 
 from frostgym.cards.store import CardCorruptError, JsonlContents, decode_lines, read_json
-from frostgym.cards.tally import Tally
+from frostgym.cards.tally import Tally, excluded_count
 from frostgym.core.episode import RecordHead, RecordKind, head_from_line
 
 #: Plans at least this large get a read-back process: below, starting one (~0.25 s of a
@@ -117,7 +117,7 @@ def main(argv: Sequence[str]) -> int:
     gc.disable()  # a short life of acyclic data
     card_json, episodes, drops = (Path(a) for a in argv)
     card = read_json(card_json)  # as the writer wrote it before starting this process
-    tally = Tally(card["plan"]["episodes"], card["config"]["ks"])
+    tally = Tally(card["plan"]["episodes"], card["config"]["ks"], excluded_count(card["config"]))
     tails = {
         kind: Tail(path, partial(head_from_line, kind=kind))
         for kind, path in zip(KINDS, (episodes, drops), strict=True)

@@ -10,6 +10,7 @@ from frostgym.agents.base import Agent
 from frostgym.cards.card import CardWriter
 from frostgym.cards.provenance import describe_envs, git_info, host_info, package_versions
 from frostgym.cards.views import default_ks
+from frostgym.exclusions import excluded_tasks
 from frostgym.plan import PlannedEpisode, make_plan
 from frostgym.runner import EnvBackend, Outcome, RunOptions, run_plan
 
@@ -24,6 +25,8 @@ def card_config(
     seed: int,
     options: RunOptions,
     ks: Sequence[int] = (),
+    excluded: Mapping[str, Any] | None = None,
+    twins: bool = False,
 ) -> dict[str, Any]:
     """A card's ``config``: ``identity``, what defines the run (a resume must match it:
     envs, split, episodes, samples, seed, env kwargs, the agent spec and its sampling);
@@ -32,7 +35,9 @@ def card_config(
     of ``samples``, plus ``ks``). Raises ``ValueError`` for ``samples`` below 1.
 
     ``env_options`` (each env's own arguments) is in the identity only when there are some,
-    so a card made without them reads and resumes as cards did before they existed."""
+    so a card made without them reads and resumes as cards did before they existed; so is
+    ``excluded``, the tasks the plan leaves out (``frostgym.exclusions.identity_record``),
+    and ``twins`` (each task is played with its twin, ``make_plan``), only when true."""
     identity: dict[str, Any] = {
         "env_ids": list(env_ids),
         "split": options.split,
@@ -43,6 +48,10 @@ def card_config(
     }
     if options.env_options:
         identity["env_options"] = {env_id: dict(kwargs) for env_id, kwargs in options.env_options.items()}
+    if excluded is not None:
+        identity["excluded"] = dict(excluded)
+    if twins:
+        identity["twins"] = True
     return {
         "identity": {**identity, "agent": agent_spec, "sampling": dict(sampling)},
         "execution": execution_config(options),
@@ -110,6 +119,8 @@ def run_to_card(
             seed=identity["seed"],
             env_kwargs=made_with.env_kwargs,
             env_options=made_with.env_options,
+            exclude=excluded_tasks(identity),
+            twins=identity.get("twins", False),
         )
     if resume:
         writer = CardWriter.resume(out, config=config, plan=plan)

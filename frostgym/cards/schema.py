@@ -290,6 +290,21 @@ def _by_rule() -> Schema:
     return record({rule: ref("metrics") for rule in RULE_NAMES})
 
 
+def _twin_gap() -> Schema:
+    """``frostgym.cards.twin_gap``: one env's gap under one rule."""
+    return record(
+        {
+            "pairs": integer(0, description="tasks with a pass@1 on both sides, original and twin"),
+            "originals": nullable(unit()),
+            "twins": nullable(unit()),
+            "gap": nullable(number(minimum=-1, maximum=1)),
+            "ci_low": nullable(number(minimum=-1, maximum=1)),
+            "ci_high": nullable(number(minimum=-1, maximum=1)),
+        },
+        description="mean pass@1 of originals and of their twins, originals - twins, and its 95% paired interval",
+    )
+
+
 def _file_manifest() -> Schema:
     return record(
         {
@@ -329,6 +344,7 @@ CARD_DEFS: Final[dict[str, Schema]] = {
     "aggregate": _aggregate(),
     "metrics": _metrics(),
     "by_rule": _by_rule(),
+    "twin_gap": _twin_gap(),
 }
 
 
@@ -459,8 +475,23 @@ def _config() -> Schema:
                 seed=integer(0),
                 logprobs=boolean(),
             ),
+            "excluded": record(
+                {
+                    "sha256": SHA256,
+                    "tasks": array(
+                        record({"env": string(minLength=1), "task_id": string(minLength=1), "reason": string()})
+                    ),
+                },
+                description="tasks left out before the plan was drawn (frostgym eval --exclude), each with its env "
+                "and reason, and the SHA-256 of the exclusion file",
+            ),
+            "twins": {
+                "const": True,
+                "description": "each planned task is followed by its twin, id TASK~twin (frostgym eval --twins); "
+                "absent when not",
+            },
         },
-        optional=("env_options",),
+        optional=("env_options", "excluded", "twins"),
         description="what defines the run: a resume must match it",
     )
     execution = record(
@@ -491,7 +522,11 @@ def _accounting() -> Schema:
             "dropped_counted_as_failure": integer(0),
             "invariants": array(string()),
             "balanced": boolean(),
-        }
+            "excluded": integer(
+                0, description="tasks config.identity.excluded left out of the plan (never planned, so in no count)"
+            ),
+        },
+        optional=("excluded",),
     )
 
 
@@ -505,7 +540,13 @@ def _views() -> Schema:
             "definitions": mapping(string()),
             "overall": ref("by_rule"),
             **slices,
-        }
+            "twin_gap": mapping(
+                record({rule: ref("twin_gap") for rule in RULE_NAMES}),
+                description="a card played with --twins: env -> originals' minus twins' pass@1 per rule "
+                "(frostgym.cards.twin_gap; definitions.twin_gap says how)",
+            ),
+        },
+        optional=("twin_gap",),
     )
 
 

@@ -26,10 +26,14 @@ def accounting_table(card: Mapping[str, Any]) -> Table:
     table = Table(title=f"accounting ({card['status']})")
     for name in ("planned", "completed", "succeeded", "failed", "dropped", "errored", "skipped", "pending"):
         table.add_column(name, justify="right")
-    table.add_row(
+    cells = [
         *(str(a[k]) for k in ("planned", "completed", "succeeded", "failed", "dropped")),
         *(str(a[k]) for k in ("errored", "skipped", "pending")),
-    )
+    ]
+    if "excluded" in a:  # tasks --exclude left out before the plan was drawn
+        table.add_column("excluded tasks", justify="right")
+        cells.append(str(a["excluded"]))
+    table.add_row(*cells)
     return table
 
 
@@ -73,8 +77,32 @@ def views_table(card: Mapping[str, Any]) -> Table:
     return table
 
 
+def twin_gap_table(card: Mapping[str, Any]) -> Table:
+    """Per env and rule, originals' and twins' pass@1 and the gap with its 95% interval
+    (a card played with ``--twins``: ``frostgym.cards.twin_gap``)."""
+    table = Table(
+        "env",
+        "rule",
+        "pairs",
+        "originals pass@1",
+        "twins pass@1",
+        "gap",
+        "95% interval",
+        title="twin gap (originals - twins; memorisation shows as a gap above 0)",
+    )
+    for env_id, by_rule in sorted(card["views"]["twin_gap"].items()):
+        for rule, gap in by_rule.items():
+            low, high = gap["ci_low"], gap["ci_high"]
+            interval = "n/a" if low is None or high is None else f"[{low:+.3f}, {high:+.3f}]"
+            shown = "n/a" if gap["gap"] is None else f"{gap['gap']:+.3f}"
+            table.add_row(env_id, rule, str(gap["pairs"]), _fmt(gap["originals"]), _fmt(gap["twins"]), shown, interval)
+    return table
+
+
 def print_summary(console: Console, card: Mapping[str, Any], drops: Sequence[DropRecord]) -> None:
     console.print(accounting_table(card))
     if drops:
         console.print(drops_table(drops))
     console.print(views_table(card))
+    if "twin_gap" in card["views"]:
+        console.print(twin_gap_table(card))

@@ -30,16 +30,26 @@ def check_ids(ids: Iterable[str], plan_ids: set[str]) -> None:
         )
 
 
+def excluded_count(config: Mapping[str, Any]) -> int | None:
+    """How many tasks a card's ``config`` says its plan leaves out (``identity.excluded``,
+    written by ``frostgym.exclusions.identity_record``); None when it declares none."""
+    excluded = config["identity"].get("excluded")
+    return None if excluded is None else len(excluded["tasks"])
+
+
 class Tally:
     """What close computes from a card's records, fed the heads of its records as they are
     read (all at once in the writer's process; batch by batch in the read-back process, so
     little is left for ``result``). Each task's score values are computed once all its
     planned samples were added, and again by ``result`` for a task added to since."""
 
-    def __init__(self, plan: Sequence[Mapping[str, Any]], ks: Sequence[int]) -> None:
+    def __init__(self, plan: Sequence[Mapping[str, Any]], ks: Sequence[int], excluded: int | None = None) -> None:
         """``plan``: the card's plan entries (``plan_id``, ``env_id``, ``task_id``); ``ks``
-        as ``compute_views`` takes them (``ValueError`` for one that is not a positive int)."""
+        as ``compute_views`` takes them (``ValueError`` for one that is not a positive int);
+        ``excluded``: the tasks the card's plan leaves out (``excluded_count``), None when
+        it declares no exclusions."""
         self.ks = normalise_ks(ks)
+        self.excluded = excluded
         self._plan_ids = {p["plan_id"] for p in plan}
         self._planned = Counter((p["env_id"], p["task_id"]) for p in plan)
         self._ids: list[str] = []
@@ -107,6 +117,8 @@ class Tally:
             ],
             "balanced": pending == 0,
         }
+        if self.excluded is not None:  # tasks taken out before the plan was drawn: never planned
+            accounting["excluded"] = self.excluded
         return {
             "graders": {name: sorted(versions) for name, versions in sorted(self._graders.items())},
             "accounting": accounting,

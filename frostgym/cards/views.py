@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from itertools import chain
 from typing import Any, Final, Literal
 
+from frostgym.cards import twin_gap
 from frostgym.core.episode import RecordHead
 from frostgym.core.grade import passes
 
@@ -389,4 +390,10 @@ def views_of(entries: Mapping[TaskKey, TaskEntry], ks: Sequence[int]) -> dict[st
     }
     for view in SLICES:
         views[view] = {name: _both_rules(tables, members[view][name], ks, done) for name in sorted(members[view])}
+    gaps = twin_gap.twin_gaps(
+        {rule: {key: v.task.c / v.task.n for key, v in table.items()} for rule, table in tables.items()}
+    )
+    if gaps:  # a card played with --twins (frostgym.cards.twin_gap)
+        views["twin_gap"] = gaps
+        views["definitions"]["twin_gap"] = twin_gap.DEFINITION
     return views

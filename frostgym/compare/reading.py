@@ -171,9 +171,11 @@ def plan_difference(base: CardFacts, cand: CardFacts) -> str | None:
     cand_identity = cand.card["config"]["identity"]
     differences = [
         f"{key} {base_identity.get(key)!r} vs {cand_identity.get(key)!r}"
-        for key in ("env_ids", "split", "episodes", "samples", "seed", "env_kwargs")
+        for key in ("env_ids", "split", "episodes", "samples", "seed", "env_kwargs", "twins")
         if base_identity.get(key) != cand_identity.get(key)
     ]
+    if base_identity.get("excluded") != cand_identity.get("excluded"):  # frostgym eval --exclude
+        differences.append(f"excluded tasks {_exclusions(base_identity)} vs {_exclusions(cand_identity)}")
     only_base = len(set(base.plan) - set(cand.plan))
     only_cand = len(set(cand.plan) - set(base.plan))
     if only_base or only_cand:
@@ -182,3 +184,8 @@ def plan_difference(base: CardFacts, cand: CardFacts) -> str | None:
     if changed:
         differences.append(f"{changed} shared plan ids with different seeds or tasks")
     return "; ".join(differences) or "plan hashes differ"
+
+
+def _exclusions(identity: dict[str, Any]) -> str:
+    excluded = identity.get("excluded")
+    return "none" if excluded is None else f"{len(excluded['tasks'])} (list {excluded['sha256'][:12]})"
