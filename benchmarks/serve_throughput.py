@@ -78,20 +78,16 @@ def _timed(timings: Timings, call: Callable[[], Any]) -> Any:
 
 # -- 1: one client ------------------------------------------------------------------------------
 def _in_process(plan: list[tuple[int, Any]]) -> Timings:
-    timings = Timings()
-    env = make_env(ARITHMETIC, None, {})
-    for seed, action in plan:
-        _timed(timings, lambda s=seed: env.reset(seed=s))
-        result = _timed(timings, lambda a=action: env.step(a))
-        assert result[1] == 1.0
-        timings.episodes += 1
-    env.close()
-    return timings
+    return _play(make_env(ARITHMETIC, None, {}), plan)
 
 
 def _websocket(url: str, plan: list[tuple[int, Any]]) -> Timings:
+    return _play(make(url, ARITHMETIC), plan)
+
+
+def _play(env: Any, plan: list[tuple[int, Any]]) -> Timings:
+    """Each (seed, oracle action) of ``plan`` as one reset and one step of ``env``, timed."""
     timings = Timings()
-    env = make(url, ARITHMETIC)
     for seed, action in plan:
         _timed(timings, lambda s=seed: env.reset(seed=s))
         result = _timed(timings, lambda a=action: env.step(a))
