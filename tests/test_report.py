@@ -192,3 +192,26 @@ def test_bad_input_is_one_line_and_exit_2(cards: dict[str, Path], tmp_path: Path
 def test_labels_are_unique_and_say_which_card() -> None:
     labels = card_labels([Path("/x/a/card"), Path("/x/b/card"), Path("/x/c/other"), Path("/x/c/other")])
     assert labels[:3] == ["a/card", "b/card", "c/other"] and labels[3] == "c/other (2)"
+
+
+def test_a_card_played_with_twins_shows_its_twin_gap(tmp_path: Path) -> None:
+    card = tmp_path / "twins"
+    result = CliRunner().invoke(
+        app,
+        [
+            "eval",
+            "--env",
+            "frostgym/Arithmetic-v0",
+            "--agent",
+            "oracle",
+            "--episodes",
+            "4",
+            "--twins",
+            "--out",
+            str(card),
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    text = write_report([card], tmp_path / "r").read_text()
+    assert "Twin gap" in text
+    assert '<td>twins</td><td class="num">frostgym/Arithmetic-v0</td><td class="num">errors_as_failures</td>' in text

@@ -202,10 +202,34 @@ def _views_section(cards: Sequence[ReportCard]) -> str:
                     f'<details class="views" data-rule="{_e(rule)}"><summary>{_e(card.label)}: the same under '
                     f"{_e(rule)}</summary>{body}</details>"
                 )
+    parts.append(_twin_gap_table(cards))
     definitions: Mapping[str, str] = cards[0].facts.card.get("views", {}).get("definitions", {})
     defs = "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in definitions.items())
     parts.append(f"<details><summary>How each view is computed</summary><dl>{defs}</dl></details>")
     return _section("views", "Views", "".join(parts))
+
+
+def _twin_gap_table(cards: Sequence[ReportCard]) -> str:
+    """The cards' ``twin_gap`` views (cards played with ``--twins``): originals minus twins."""
+    rows = []
+    for card in cards:
+        for env, per_rule in sorted(card.facts.card.get("views", {}).get("twin_gap", {}).items()):
+            for rule, gap in sorted(per_rule.items()):
+                interval = (
+                    "" if gap["ci_low"] is None else f"[{_num(gap['ci_low'], True)}, {_num(gap['ci_high'], True)}]"
+                )
+                rows.append(
+                    [card.label, env, rule, str(gap["pairs"]), _num(gap["originals"]), _num(gap["twins"]),
+                     _num(gap["gap"], True), interval]
+                )  # fmt: skip
+    if not rows:
+        return ""
+    header = ["card", "env", "rule", "pairs", "originals pass@1", "twins pass@1", "gap", "95% interval"]
+    return (
+        "<h3>Twin gap: originals against their perturbed twins</h3>"
+        '<p class="rule">Memorisation shows as a gap well above 0; an interval that holds 0 shows none.</p>'
+        + _table(header, rows, numeric=True)
+    )
 
 
 def _views_table(views: Mapping[str, Any], rule: str, ks: Sequence[str]) -> str:
