@@ -25,6 +25,7 @@ from frostgym.cards.card import load_card
 from frostgym.cli import app
 from frostgym.compare.reading import read_card_facts
 from frostgym.core.stats import bootstrap_ratio
+from frostgym.plan import make_plan
 from frostgym.report.build import ReportError, card_labels, write_report
 from frostgym.report.estimates import pass_at_1
 from frostgym.report.records import CHUNK_RECORDS
@@ -215,3 +216,17 @@ def test_a_card_played_with_twins_shows_its_twin_gap(tmp_path: Path) -> None:
     text = write_report([card], tmp_path / "r").read_text()
     assert "Twin gap" in text
     assert '<td>twins</td><td class="num">frostgym/Arithmetic-v0</td><td class="num">errors_as_failures</td>' in text
+
+
+def test_a_card_with_exclusions_shows_them_before_any_score(tmp_path: Path) -> None:
+    [first] = [p.task_id for p in make_plan(["frostgym/Arithmetic-v0"], split="test", episodes=1, samples=1, seed=0)]
+    exclude = tmp_path / "exclude.txt"
+    exclude.write_text(f"{first}  # seen in the crawl\n")
+    card = tmp_path / "card"
+    args = ["eval", "--env", "frostgym/Arithmetic-v0", "--split", "test", "--agent", "oracle", "--episodes", "4"]
+    result = CliRunner().invoke(app, [*args, "--exclude", str(exclude), "--out", str(card)])
+    assert result.exit_code == 0, result.output
+    text = write_report([card], tmp_path / "r").read_text()
+    assert "Excluded from card's plan before the run (1 tasks)" in text
+    assert f"<td>{first}</td><td>seen in the crawl</td>" in text
+    assert text.index("Excluded from") < text.index('id="views"')

@@ -160,8 +160,18 @@ def _decision_section(comparisons: Sequence[CardComparison]) -> str:
 
 def _accounting_section(cards: Sequence[ReportCard]) -> str:
     keys = ["planned", "completed", "dropped", "pending", "succeeded", "failed", "errored", "skipped", "balanced"]
+    if any("excluded" in card.facts.card.get("accounting", {}) for card in cards):  # eval --exclude
+        keys.insert(1, "excluded")
     rows = [[card.label, *(str(card.facts.card.get("accounting", {}).get(k, "")) for k in keys)] for card in cards]
     parts = [_table(["card", *keys], rows, numeric=True)]
+    for card in cards:  # declared before the run (eval --exclude): not drops, never in a denominator
+        excluded = card.facts.card.get("config", {}).get("identity", {}).get("excluded") or {}
+        if excluded.get("tasks"):
+            rows = [[t.get("env", ""), t.get("task_id", ""), t.get("reason", "")] for t in excluded["tasks"]]
+            parts.append(
+                f"<h3>Excluded from {_e(card.label)}'s plan before the run ({len(rows)} tasks)</h3>"
+                + _table(["env", "task", "why"], rows)
+            )
     clean = [card.label for card in cards if not (card.facts.facts.drop != 0).any()]
     if clean:
         parts.append(f"<p>No drops in {_e(', '.join(clean))}.</p>")
