@@ -171,11 +171,20 @@ def compare_cards(
     names the difference), ``CardCorruptError`` / ``FrostgymError`` for a card that cannot
     be read. With ``gates`` the result carries a decision (``promote`` or ``block``)."""
     base_facts, cand_facts = read_both(Path(base), Path(cand))
-    difference = plan_difference(base_facts, cand_facts)
+    return compare_facts(base_facts, cand_facts, gates, overlap=overlap)
+
+
+def compare_facts(
+    base: CardFacts, cand: CardFacts, gates: Sequence[Gate] | None = None, *, overlap: bool = False
+) -> Comparison:
+    """``compare_cards`` of two cards already read (``read_card_facts``): for a caller that
+    holds them for more than the comparison (a report), so neither is read twice. Raises
+    ``PlanMismatchError`` as ``compare_cards`` does."""
+    difference = plan_difference(base, cand)
     if difference is not None and not overlap:
         raise PlanMismatchError(f"the cards' plans differ: {difference}; pass --overlap to compare the shared episodes")
     with paused_gc():  # as while reading: many short-lived objects beside two large plans
-        comparison = _compare(base_facts, cand_facts, overlap)
+        comparison = _compare(base, cand, overlap)
     return comparison if gates is None else comparison.with_gates(gates)
 
 

@@ -4,8 +4,8 @@ Why a directory and not one file: the page (``index.html``) holds the numbers an
 plots, and the trajectories stay beside it in ``data/`` (``frostgym.report.records``), so
 a 100,000-episode report opens as fast as a 100-episode one. The page is written last, so
 a report that was interrupted never points at data that is not there. Comparisons are
-``frostgym compare``'s own (``compare_cards``, gates included): the report shows the
-decision, it does not make another one.
+``frostgym compare``'s own (``compare_facts`` of the cards as the report read them, gates
+included): the report shows the decision, it does not make another one.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from frostgym.compare.compare import compare_cards
+from frostgym.compare.compare import compare_facts
 from frostgym.compare.gates import Gate
-from frostgym.compare.reading import PlanMismatchError
+from frostgym.compare.reading import plan_difference
 from frostgym.core.errors import FrostgymError
 from frostgym.report.index import index_script
 from frostgym.report.page import CardComparison, render_page
@@ -88,13 +88,12 @@ def card_labels(paths: Sequence[Path]) -> list[str]:
 
 
 def _compare(base: ReportCard, cand: ReportCard, gates: Sequence[Gate] | None) -> CardComparison:
+    """``cand`` against ``base`` from the facts the report already read (never a second read)."""
     if base.facts.plan.keys().isdisjoint(cand.facts.plan.keys()):
         return CardComparison(base.label, cand.label, None, "the cards' plans share no episode: nothing to compare")
-    try:
-        comparison = compare_cards(base.facts.directory, cand.facts.directory, gates)
-        return CardComparison(base.label, cand.label, comparison)
-    except PlanMismatchError as error:
-        comparison = compare_cards(base.facts.directory, cand.facts.directory, gates, overlap=True)
-        difference = str(error).split("; pass --overlap")[0]
-        note = f"{difference}: compared on the episodes both cards hold"
-        return CardComparison(base.label, cand.label, comparison, note)
+    difference = plan_difference(base.facts, cand.facts)
+    comparison = compare_facts(base.facts, cand.facts, gates, overlap=difference is not None)
+    note = (
+        "" if difference is None else f"the cards' plans differ: {difference}: compared on the episodes both cards hold"
+    )
+    return CardComparison(base.label, cand.label, comparison, note)

@@ -42,18 +42,20 @@ class SliceEstimate:
 def pass_at_1(facts: EpisodeFacts, rule: Rule = "errors_as_failures") -> list[SliceEstimate]:
     """pass@1 overall, per env, per difficulty and per tag (a row counts in each of its tags),
     in that order, keys sorted within a kind."""
+    # Masks from the coded columns and their tables, not a Python loop over the rows.
     estimates = [_estimate(facts, rule, "overall", "", np.ones(len(facts), dtype=bool))]
-    envs = np.array([facts.task_keys[t][0] for t in facts.task.tolist()], dtype=object)
+    envs = np.array(facts.env_of_task(), dtype=object)[facts.task]
     for env in sorted(set(envs.tolist())):
         estimates.append(_estimate(facts, rule, "env", env, envs == env))
-    difficulties = [facts.names[code] for code in facts.difficulty.tolist()]
-    for difficulty in sorted({d for d in difficulties if d is not None}):
-        mask = np.array([d == difficulty for d in difficulties], dtype=bool)
-        estimates.append(_estimate(facts, rule, "difficulty", str(difficulty), mask))
-    tag_rows = [facts.tag_sets[code] for code in facts.tags.tolist()]
-    for tag in sorted({tag for tags in tag_rows for tag in tags}):
-        mask = np.array([tag in tags for tags in tag_rows], dtype=bool)
-        estimates.append(_estimate(facts, rule, "tag", tag, mask))
+    difficulties = {facts.names[code]: code for code in set(facts.difficulty.tolist())}
+    for difficulty in sorted(d for d in difficulties if d is not None):
+        estimates.append(
+            _estimate(facts, rule, "difficulty", str(difficulty), facts.difficulty == difficulties[difficulty])
+        )
+    used_sets = set(facts.tags.tolist())
+    for tag in sorted({tag for code in used_sets for tag in facts.tag_sets[code]}):
+        holding = [code for code in used_sets if tag in facts.tag_sets[code]]
+        estimates.append(_estimate(facts, rule, "tag", tag, np.isin(facts.tags, holding)))
     return estimates
 
 
