@@ -45,18 +45,14 @@ class PlannedEpisode:
     tags: tuple[str, ...]
 
     def to_dict(self) -> dict[str, Any]:
-        # Spelled out rather than ``dataclasses.asdict``, which deep-copies and costs
-        # ~30 us per entry: a 10k-episode plan is hashed and written at every start.
-        return {
-            "plan_id": self.plan_id,
-            "env_id": self.env_id,
-            "task_id": self.task_id,
-            "sample": self.sample,
-            "seed": self.seed,
-            "seed_derivation": list(self.seed_derivation),
-            "difficulty": self.difficulty,
-            "tags": list(self.tags),
-        }
+        """The entry ``card.json`` holds for this episode: the fields in order, the
+        sequences as lists. A copy of ``__dict__`` rather than ``dataclasses.asdict``
+        (which deep-copies: ~30 us an entry) or a dict spelled out (~1.1 us): a card's
+        plan is turned into entries at every start, 10,000 of them on a large run."""
+        entry = self.__dict__.copy()
+        entry["seed_derivation"] = list(self.seed_derivation)
+        entry["tags"] = list(self.tags)
+        return entry
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PlannedEpisode:

@@ -34,7 +34,8 @@ from frostgym.core.errors import FixtureMismatchError, UnknownTaskError
 from frostgym.core.fixture_lock import merge_lock, read_lock, verified_twins
 from frostgym.core.hashing import canonical_json
 from frostgym.core.splits import split_of
-from frostgym.core.tasks import Draft, Task, TaskSource, is_twin_id, parse_task_id
+from frostgym.core.task_ids import is_twin_id, parse_task_id
+from frostgym.core.tasks import Draft, Task, TaskSource
 from frostgym.envs.code.tasks import humaneval_source
 from frostgym.envs.levels import env_levels
 from frostgym.envs.math.arithmetic import ArithmeticSource

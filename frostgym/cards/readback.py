@@ -13,8 +13,9 @@ found a line it cannot read) the writer reads the files in its own process, as f
 card, and raises what that raises. The process only reads; it exits when the writer's end
 of its pipe closes (a writer killed with it), so it never outlives a run's card.
 
-Run as ``python -m frostgym.cards.readback CARD_JSON EPISODES_JSONL DROPS_JSONL`` by
-``ReadBack.start`` (a fresh interpreter: it inherits none of the run's threads), at nice 19.
+Run by ``ReadBack.start`` as a fresh interpreter (it inherits none of the run's threads),
+at nice 19, on ``CARD_JSON EPISODES_JSONL DROPS_JSONL``, importing only the card modules
+(``_LAUNCH``).
 While it reads it says how far it got (``{"read": bytes}`` lines on stdout, which the writer
 drains at each commit); it answers the writer's one request (a JSON line on stdin) with
 one JSON line, its summary or why it has none.
@@ -46,7 +47,7 @@ from frostgym.core.episode import RecordHead, RecordKind, head_from_line
 #: core, mostly imports) costs more than it saves.
 READBACK_MIN_EPISODES = 2000
 #: How often the process looks for new lines while the run writes.
-POLL_SECONDS = 0.05
+POLL_SECONDS = 0.02
 #: At close, a process with more than this many bytes left to read is left behind: it
 #: lags (a loaded machine), and reading the files in the writer's process is then quicker.
 MAX_BYTES_BEHIND = 8 << 20
@@ -146,6 +147,25 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
+#: How the process starts: with ``frostgym`` and ``gymnasium`` as bare packages, so that
+#: importing this module runs neither's ``__init__`` (registering every env, numpy): it
+#: needs only the card modules. Why it matters: the process starts while the run runs, and a
+#: CPU-second spent beside the run slows the run's own core too (the two cores share the
+#: machine's caches), so its start was most of what the card cost the run while it ran
+#: (0.27 s of imports; 0.09 s this way). Should an import here ever need what an
+#: ``__init__`` does, the process fails and the writer reads the files itself, as for a
+#: small card (slower, never wrong).
+_LAUNCH = """
+import importlib.util, sys, types
+for name in ("frostgym", "gymnasium"):
+    package = types.ModuleType(name)
+    package.__path__ = list(importlib.util.find_spec(name).submodule_search_locations)
+    sys.modules[name] = package
+from frostgym.cards.readback import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 class ReadBack:
     """The writer's side of a read-back process: ``start`` it once the files exist,
     ``drain`` it at each commit, ``ask`` once every line is written and take its
@@ -165,7 +185,7 @@ class ReadBack:
         root = str(Path(__file__).resolve().parents[2])  # where this frostgym is imported from
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
         process = subprocess.Popen(
-            [sys.executable, "-m", "frostgym.cards.readback", str(card_json), str(episodes), str(drops)],
+            [sys.executable, "-c", _LAUNCH, str(card_json), str(episodes), str(drops)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

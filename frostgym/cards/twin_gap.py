@@ -16,10 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-import numpy as np
-
-from frostgym.core.stats import RESAMPLES, RatioColumn, paired_bootstrap, stable
-from frostgym.core.tasks import TWIN_SUFFIX, is_twin_id
+from frostgym.core.task_ids import TWIN_SUFFIX, is_twin_id
 
 DEFINITION: Final = (
     "Per env, over the tasks played with their twins (frostgym eval --twins; a twin keeps its original's structure "
@@ -31,13 +28,14 @@ DEFINITION: Final = (
 
 
 def twin_gaps(
-    pass_at_1: Mapping[str, Mapping[tuple[str, str], float]], *, resamples: int = RESAMPLES
+    pass_at_1: Mapping[str, Mapping[tuple[str, str], float]], *, resamples: int | None = None
 ) -> dict[str, Any]:
     """Per env with twins, per rule: ``pairs``, ``originals``, ``twins``, ``gap``,
     ``ci_low`` and ``ci_high`` (see ``DEFINITION``; values null without pairs). The input
     maps each rule to the pass@1 of every task it counts, by ``(env id, task id)``; an env
     none of whose tasks has its twin counted under some rule is left out (so a card played
-    without ``--twins`` has no twin gap)."""
+    without ``--twins`` has no twin gap). ``resamples``: the bootstrap's (None:
+    ``frostgym.core.stats.RESAMPLES``)."""
     pairs: dict[str, set[str]] = {}
     for values in pass_at_1.values():
         for env_id, task_id in values:
@@ -53,8 +51,15 @@ def twin_gaps(
 
 
 def _gap(
-    env_id: str, rule: str, originals: list[str], values: Mapping[tuple[str, str], float], resamples: int
+    env_id: str, rule: str, originals: list[str], values: Mapping[tuple[str, str], float], resamples: int | None
 ) -> dict[str, Any]:
+    # numpy and the bootstrap only for a card played with --twins: every card's views call
+    # twin_gaps, and the process that reads a large card back while it is written starts in
+    # a fifth of the time without them (frostgym.cards.readback).
+    import numpy as np
+
+    from frostgym.core.stats import RESAMPLES, RatioColumn, paired_bootstrap, stable
+
     cand = np.array([values.get((env_id, task), np.nan) for task in originals], dtype=np.float64)
     base = np.array([values.get((env_id, task + TWIN_SUFFIX), np.nan) for task in originals], dtype=np.float64)
     both = ~np.isnan(cand) & ~np.isnan(base)
@@ -63,7 +68,9 @@ def _gap(
         return {"pairs": 0, "originals": None, "twins": None, "gap": None, "ci_low": None, "ci_high": None}
     ones = both.astype(np.float64)
     column = RatioColumn(np.where(both, base, 0.0), ones, np.where(both, cand, 0.0), ones.copy())
-    [interval] = paired_bootstrap([column], ("card", "twin_gap", env_id, rule), resamples=resamples)
+    [interval] = paired_bootstrap(
+        [column], ("card", "twin_gap", env_id, rule), resamples=RESAMPLES if resamples is None else resamples
+    )
     mean_cand, mean_base = float(cand[both].mean()), float(base[both].mean())
     return {
         "pairs": count,

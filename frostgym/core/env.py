@@ -31,7 +31,8 @@ from frostgym.core.messages import Action, Message, Observation, clean_data, cle
 from frostgym.core.seeding import derive_seed, draw_seed
 from frostgym.core.spaces import ChatObservationSpace, TextActionSpace
 from frostgym.core.splits import Split, check_split
-from frostgym.core.tasks import Task, TaskSource, is_twin_id
+from frostgym.core.task_ids import is_twin_id
+from frostgym.core.tasks import Task, TaskSource
 
 #: Conversation history keeps at most this much of one assistant reply; the full
 #: action is kept by whoever records the episode (the runner), never lost.

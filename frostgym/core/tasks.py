@@ -61,9 +61,7 @@ from frostgym.core.errors import UnknownTaskError
 from frostgym.core.hashing import canonical_json, sha256_json
 from frostgym.core.seeding import derive_random
 from frostgym.core.splits import ALL_SPLITS, DEFAULT_SPLIT_PERCENT, Split, check_split, split_of
-
-#: What a twin's id adds to its original's: ``arithmetic/test/5`` -> ``arithmetic/test/5~twin``.
-TWIN_SUFFIX = "~twin"
+from frostgym.core.task_ids import TWIN_SUFFIX, is_twin_id, parse_task_id, twin_id
 
 ConfigT = TypeVar("ConfigT")
 SourceT = TypeVar("SourceT", bound="TaskSource")
@@ -115,24 +113,6 @@ class Draft:
     #: Per-task overrides of the source's difficulty and tags (hand-written task sets).
     difficulty: str | None = None
     tags: tuple[str, ...] | None = None
-
-
-def is_twin_id(task_id: str) -> bool:
-    """Whether ``task_id`` names a twin (``...~twin``)."""
-    return task_id.endswith(TWIN_SUFFIX)
-
-
-def twin_id(task_id: str) -> str:
-    """The id of the twin of the task ``task_id``."""
-    return task_id + TWIN_SUFFIX
-
-
-def parse_task_id(task_id: str) -> tuple[str, Split, int]:
-    """Split ``"source/split/index"`` into its parts, with a readable error."""
-    parts = task_id.rsplit("/", 2) if isinstance(task_id, str) else []
-    if len(parts) != 3 or not parts[2].isdigit() or parts[1] not in ALL_SPLITS:
-        raise UnknownTaskError(f"malformed task id {task_id!r}; expected 'source/split/index'")
-    return parts[0], check_split(parts[1]), int(parts[2])
 
 
 # -- configs ---------------------------------------------------------------------------
