@@ -475,8 +475,11 @@ def test_records_read_back_typed_and_heads_from_the_first_fields(tmp_path: Path)
     written = {kind: path.read_bytes().splitlines() for kind, path in files.items()}
     for record, line in [*zip(episodes, written["episode"], strict=True), *zip(drops, written["drop"], strict=True)]:
         kind: RecordKind = "episode" if isinstance(record, EpisodeRecord) else "drop"
-        as_json = record if isinstance(record, EpisodeRecord) else record.to_json()
-        assert dumps_line(as_json) == line + b"\n"  # decoding lost nothing, and kept the field order
+        encoded = record.encode(dumps_line) if isinstance(record, EpisodeRecord) else dumps_line(record.to_json())
+        assert encoded == line + b"\n"  # decoding lost nothing, and kept the field order
+        if isinstance(record, EpisodeRecord):  # the final grade is stored once, and read back on the step too
+            assert orjson.loads(line)["steps"][-1]["grade"] is None
+            assert record.steps[-1].grade is record.grade is not None
         head = record.head()
         assert head_from_line(line, kind) == head
         prefix = orjson.loads(line[: line.find(b',"episode_id":')] + b"}")  # the fast path's cut
@@ -488,3 +491,26 @@ def test_records_read_back_typed_and_heads_from_the_first_fields(tmp_path: Path)
     assert line.find(b',"episode_id":') < line.find(b'"observation"')  # the first match is nested
     assert head_from_line(line, "episode") == RecordHead.from_json(first, "episode")
     assert {d.drop.drop_class for d in drops} == {"agent_error"} and all(d.counted_as == "failure" for d in drops)
+
+
+def test_the_final_grade_is_stored_once_and_a_card_2_line_reads_the_same(tmp_path: Path) -> None:
+    """frostgym.card/3 keeps an episode's final grade in its head only (the step that ended
+    it holds null); a /2 line, with the grade on that step too, reads back to the same
+    record, and encoding leaves the record as it was, even when the encoder raises."""
+    out = tmp_path / "c"
+    _run(out, FixedReply({"not": "text"}, every=3))
+    line = (out / "episodes.jsonl").read_bytes().splitlines()[0]
+    data = orjson.loads(line)
+    assert data["grade"] is not None and data["steps"][-1]["grade"] is None
+    as_card_2 = orjson.loads(line)
+    as_card_2["steps"][-1]["grade"] = as_card_2["grade"]
+    record = EpisodeRecord.from_json(data)
+    assert EpisodeRecord.from_json(as_card_2) == record and record.steps[-1].grade == data["grade"]
+    assert len(record.encode(dumps_line)) < len(dumps_line(record))
+
+    def refuse(value: object) -> bytes:
+        raise TypeError("no")
+
+    with pytest.raises(TypeError):
+        record.encode(refuse)
+    assert record.steps[-1].grade is record.grade

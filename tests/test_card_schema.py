@@ -207,7 +207,7 @@ def test_schema_is_valid_draft_2020_12(kind: str) -> None:
     schema = SCHEMAS[kind]
     jsonschema.Draft202012Validator.check_schema(schema)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert schema["$id"] == f"https://frostgym.dev/schema/{kind}/2.json"
+    assert schema["$id"] == f"https://frostgym.dev/schema/{kind}/3.json"
     assert schema["title"] and schema["description"]
     assert schema["additionalProperties"] is False
     assert json.loads(json.dumps(SCHEMAS[kind])) == schema  # plain JSON data: no tuples, no odd keys
@@ -337,7 +337,7 @@ BROKEN: list[tuple[str, str, Callable[[Json], object]]] = [
     ("drop", "missing drop_class", _drop("drop_class")),
     ("drop", "unknown key", _set("severity", "high")),
     ("episode", "grade score 1.5", _set("grade.score", 1.5)),
-    ("episode", "step grade score 1.5", _set("steps.0.grade.score", 1.5)),
+    ("episode", "step grade score 1.5", lambda line: _set("steps.0.grade", {**line["grade"], "score": 1.5})(line)),
     ("episode", "grade component above 1", _set("grade.components.correctness", 1.01)),
     ("episode", "missing seed", _drop("seed")),
     ("episode", "negative seed", _set("seed", -1)),

@@ -143,7 +143,7 @@ def test_replay_of_a_100_episode_math_card_passes_and_alterations_are_caught(tmp
 
     # An edited action: the checksum and the replayed grade both give it away.
     edited = json.loads(lines[7])
-    edited["steps"][0]["action"] = "<answer>" + edited["steps"][0]["grade"]["details"]["gold"] + "</answer>"
+    edited["steps"][0]["action"] = "<answer>" + edited["grade"]["details"]["gold"] + "</answer>"
     (out / "episodes.jsonl").write_bytes(b"".join([*lines[:7], json.dumps(edited).encode() + b"\n", *lines[8:]]))
     report = replay_card(out)
     assert not report.ok and report.integrity_error and "checksum" in report.integrity_error
@@ -153,7 +153,7 @@ def test_replay_of_a_100_episode_math_card_passes_and_alterations_are_caught(tmp
 
     # An edited grade with the manifest fixed up to match: replay still catches it.
     edited = dict(episode)
-    edited["steps"][0]["grade"]["components"]["format"] = 0.5
+    edited["grade"]["components"]["format"] = 0.5  # the final grade: the step that ended the episode reads it
     (out / "episodes.jsonl").write_bytes(b"".join([*lines[:7], json.dumps(edited).encode() + b"\n", *lines[8:]]))
     card = json.loads((out / "card.json").read_text())
     card["files"]["episodes.jsonl"] = read_jsonl(out / "episodes.jsonl").manifest()

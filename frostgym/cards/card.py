@@ -35,6 +35,7 @@ from frostgym.cards.store import (
     TornLine,
     chain_checkpoints,
     cut_torn_line,
+    dumps_line,
     fsync_directory,
     gc_paused,
     manifest_problem,
@@ -49,9 +50,11 @@ from frostgym.core.errors import FrostgymError
 from frostgym.plan import SEEDING, PlannedEpisode, plan_sha256
 from frostgym.version import __version__
 
-CARD_SCHEMA = "frostgym.card/2"
-#: Manifest versions ``load_card`` reads: /2 added per-line checksums and the checkpoint.
-READABLE_SCHEMAS = frozenset({"frostgym.card/1", CARD_SCHEMA})
+CARD_SCHEMA = "frostgym.card/3"
+#: Manifest versions ``load_card`` reads: /2 added per-line checksums and the checkpoint; /3
+#: stores an episode's final grade once (``EpisodeRecord.encode``), which /2 readers would
+#: not put back on the step that ended it.
+READABLE_SCHEMAS = frozenset({"frostgym.card/1", "frostgym.card/2", CARD_SCHEMA})
 CARD_FILE = "card.json"
 EPISODES_FILE = "episodes.jsonl"
 DROPS_FILE = "drops.jsonl"
@@ -249,7 +252,7 @@ class CardWriter:
         never stops the run or leaves the card unwritable."""
         try:
             if isinstance(outcome, EpisodeRecord):
-                self._episodes.append(outcome)
+                self._episodes.append_line(outcome.encode(dumps_line))
             else:
                 self._drops.append(outcome.to_json())
         except (TypeError, ValueError, RecursionError) as error:

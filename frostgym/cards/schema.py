@@ -198,7 +198,11 @@ def _step() -> Schema:
             ),
             "tool_calls": array(open_object("a tool call as the env parsed it")),
             "tool_results": array(open_object("what one tool call returned")),
-            "grade": nullable(ref("grade")),
+            "grade": {
+                **nullable(ref("grade")),
+                "description": "a graded turn's grade; null on the step that ended the episode when its grade is the "
+                "episode's own grade, which the episode holds (frostgym.card/3: stored once)",
+            },
             "reward": number(),
             "terminated": boolean(),
             "truncated": boolean(),

@@ -170,7 +170,10 @@ class JsonlAppender:
 
     def append(self, obj: Any) -> None:
         """Serialize ``obj`` now (``dumps_line``: its errors are raised here) for the next flush."""
-        line = dumps_line(obj)
+        self.append_line(dumps_line(obj))
+
+    def append_line(self, line: bytes) -> None:
+        """Queue ``line`` (one JSON value and its newline, as ``dumps_line`` makes) for the next flush."""
         self._pending.append(line)
         self.pending_bytes += len(line)
 
