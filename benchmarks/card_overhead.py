@@ -18,7 +18,9 @@ process, interleaved (baseline, card, baseline, card, ...):
    so on stderr.
 
 Each run starts after ``gc.collect()``; the ratio uses the best of ``--repeats`` runs of
-each (this 2-core machine's run-to-run noise is ~30%, far above the effect measured). The
+each (this 2-core machine's run-to-run noise is ~30%, far above the effect measured), and
+the paired ratios (each card run against the baseline run just before it, which share the
+machine's state of the moment) are printed beside it. The
 oracle is the fastest possible agent, so this is the worst case: with any model the card's
 share is far smaller. The target (issue 15) is an all-in overhead under 10%.
 
@@ -31,6 +33,7 @@ from __future__ import annotations
 import argparse
 import gc
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -134,6 +137,11 @@ def main() -> None:
     print(f"{episodes} episodes of {ENV_ID} (oracle), best of {args.repeats} interleaved runs each")
     print(format_table(["", "seconds", "us/episode", "ratio"], rows, [False, True, True, True]))
     print(f"card overhead, all in: {overhead * 100:.1f}% (target < 10%)")
+    paired = sorted(c["total"] / b - 1 for c, b in zip(card, baseline, strict=True))
+    print(
+        "  paired (each card run against the baseline run just before it):"
+        f" median {statistics.median(paired) * 100:.1f}%, lowest {paired[0] * 100:.1f}%"
+    )
     print(f"  once at start (plan hash, card.json with the plan): {create_s / base_s * 100:.1f}%")
     print(f"  per episode while the run runs (serialize, append, fsync): {streaming * 100:.1f}%")
     print(f"  once at close (read-back, checksums, accounting, views): {close_s / base_s * 100:.1f}%")
@@ -152,6 +160,7 @@ def main() -> None:
                 "create_seconds": [c["create"] for c in card],
                 "read_back_used": [bool(c["read_back"]) for c in card],
                 "overhead": overhead,
+                "paired_overheads": paired,
                 "streaming_overhead": streaming,
                 "episodes_jsonl_bytes": card[-1]["bytes"],
             },
