@@ -17,7 +17,7 @@ Run by ``ReadBack.start`` as a fresh interpreter (it inherits none of the run's 
 at nice 19, on ``CARD_JSON EPISODES_JSONL DROPS_JSONL``, importing only the card modules
 (``_LAUNCH``).
 While it reads it says how far it got (``{"read": bytes}`` lines on stdout, which the writer
-drains at each commit); it answers the writer's one request (a JSON line on stdin) with
+drains each time it hands lines over); it answers the writer's one request (a JSON line on stdin) with
 one JSON line, its summary or why it has none.
 """
 
@@ -149,12 +149,12 @@ def main(argv: Sequence[str]) -> int:
 
 #: How the process starts: with ``frostgym`` and ``gymnasium`` as bare packages, so that
 #: importing this module runs neither's ``__init__`` (registering every env, numpy): it
-#: needs only the card modules. Why it matters: the process starts while the run runs, and a
-#: CPU-second spent beside the run slows the run's own core too (the two cores share the
-#: machine's caches), so its start was most of what the card cost the run while it ran
-#: (0.27 s of imports; 0.09 s this way). Should an import here ever need what an
-#: ``__init__`` does, the process fails and the writer reads the files itself, as for a
-#: small card (slower, never wrong).
+#: needs only the card modules. Why it matters: the process starts while the run runs, and
+#: CPU spent on the other core slows the run's core too (measured on a 2-vCPU VM: a fixed
+#: loop took a median 20-25% more CPU time with the other core busy), and its imports were
+#: most of its CPU (0.27 s of 0.44 s for a 10,000-episode card; 0.09 s this way). Should an
+#: import here ever need what an ``__init__`` does, the process fails and the writer reads
+#: the files itself, as for a small card (slower, never wrong).
 _LAUNCH = """
 import importlib.util, sys, types
 for name in ("frostgym", "gymnasium"):
@@ -168,7 +168,7 @@ sys.exit(main(sys.argv[1:]))
 
 class ReadBack:
     """The writer's side of a read-back process: ``start`` it once the files exist,
-    ``drain`` it at each commit, ``ask`` once every line is written and take its
+    ``drain`` it whenever lines are handed over, ``ask`` once every line is written and take its
     ``summary`` (``finish`` does both), or ``stop`` it on the way out."""
 
     def __init__(self, process: subprocess.Popen[bytes]) -> None:
@@ -204,8 +204,9 @@ class ReadBack:
 
     def drain(self) -> None:
         """Take what the process said so far off its pipe, keeping only its last line, so
-        that it never waits on a full pipe however long the run (a card calls this at each
-        commit: one ``select``). Never raises."""
+        that it never waits on a full pipe however long the run (a card calls this each time
+        it hands lines over, after which alone the process has more to say: one ``select``).
+        Never raises."""
         assert self._process.stdout is not None
         with contextlib.suppress(OSError, ValueError):  # it ended: ``ask`` finds out
             fd = self._process.stdout.fileno()
