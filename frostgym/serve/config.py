@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from frostgym.core.errors import FrostgymError
+from frostgym.envs.specs import EnvSpecError, parse_env_specs
 
 #: The environment variable ``frostgym serve`` reads its shared token from when ``--token`` is not given.
 TOKEN_ENV = "FROSTGYM_SERVE_TOKEN"
@@ -86,18 +87,23 @@ def token_from(option: str | None, environ: dict[str, str] | None = None) -> str
 
 
 def parse_env_ids(values: Sequence[str]) -> tuple[str, ...]:
-    """The ids of ``--env`` options, each one id or several separated by commas. Raises
-    ``ServeConfigError`` for an id with arguments in brackets: a server serves ids, and every
-    client sends the arguments its env is made with (a level pinned on the server would be
-    missing from the client's card)."""
+    """The ids of ``--env`` options, each one id or several separated by commas, read as
+    every command reads env specs (``frostgym.envs.specs.parse_env_specs``). Raises
+    ``ServeConfigError`` for a spec that does not read, or one with arguments in brackets: a
+    server serves ids, and every client sends the arguments its env is made with (a level
+    pinned on the server would be missing from the client's card)."""
     ids: list[str] = []
     for value in values:
-        for part in value.split(","):
-            part = part.strip()
-            if "[" in part or "]" in part:
+        if not value.strip(","):
+            continue
+        try:
+            specs = parse_env_specs(value)
+        except EnvSpecError as error:
+            raise ServeConfigError(str(error)) from None
+        for spec in specs:
+            if spec.kwargs:
                 raise ServeConfigError(
-                    f"--env takes plain ids, got {part!r}: clients send env arguments (level, ...) with each reset"
+                    f"--env takes plain ids, got {str(spec)!r}: clients send env arguments (level, ...) with each reset"
                 )
-            if part:
-                ids.append(part)
+            ids.append(spec.env_id)
     return tuple(ids)
