@@ -175,7 +175,16 @@ def _grade() -> Schema:
 
 def _observation_delta() -> Schema:
     return record(
-        {"keep": integer(0), "new": array(ref("message"))},
+        {
+            "keep": integer(0),
+            "new": array(ref("message")),
+            "echo": {
+                "const": "assistant",
+                "description": "frostgym.card/3: the step's action, said by this role, comes before `new` "
+                "(stored once, in `action`)",
+            },
+        },
+        optional=("echo",),
         description="the observation after a step: the first `keep` messages of the one before, then `new`",
     )
 
