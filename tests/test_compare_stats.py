@@ -12,6 +12,7 @@ import pytest
 import scipy.stats as scipy_stats  # a dev dependency: the reference, never a runtime need
 
 from frostgym.core.stats import Interval, RatioColumn, mcnemar_exact, paired_bootstrap, task_counts
+from tests.stats_reference import RESAMPLES, assert_matches, mean_gap, scipy_interval
 
 
 def _column(base: np.ndarray, cand: np.ndarray, base_n: np.ndarray | None = None) -> RatioColumn:
@@ -24,21 +25,10 @@ def test_bootstrap_matches_scipy_paired_percentile(tasks: int) -> None:
     data = np.random.default_rng(7)
     base = data.binomial(1, 0.55, tasks).astype(float)
     cand = np.clip(base + data.normal(0.05, 0.4, tasks), 0, 1)
-    [ours] = paired_bootstrap([_column(base, cand)], ("test", tasks), resamples=40_000)
-    reference = scipy_stats.bootstrap(
-        (base, cand),
-        lambda b, c, axis: np.mean(c, axis=axis) - np.mean(b, axis=axis),
-        paired=True,
-        vectorized=True,
-        method="percentile",
-        n_resamples=40_000,
-        confidence_level=0.95,
-        random_state=np.random.default_rng(11),
-    ).confidence_interval
+    [ours] = paired_bootstrap([_column(base, cand)], ("test", tasks), resamples=RESAMPLES)
+    reference = scipy_interval((base, cand), mean_gap, seed=11, paired=True)
     assert ours is not None
-    width = reference.high - reference.low
-    assert ours.low == pytest.approx(reference.low, abs=0.03 * width)
-    assert ours.high == pytest.approx(reference.high, abs=0.03 * width)
+    assert_matches(ours.low, ours.high, reference)
 
 
 def test_ratio_statistic_weights_tasks_by_their_counts() -> None:
@@ -49,24 +39,14 @@ def test_ratio_statistic_weights_tasks_by_their_counts() -> None:
     base_sum = np.array([data.binomial(int(n), 0.4) for n in counts], dtype=float)
     cand_sum = np.array([data.binomial(int(n), 0.5) for n in counts], dtype=float)
     column = RatioColumn(base_sum, counts, cand_sum, counts)
-    [ours] = paired_bootstrap([column], ("ratio",), resamples=40_000)
+    [ours] = paired_bootstrap([column], ("ratio",), resamples=RESAMPLES)
 
     def statistic(b: np.ndarray, c: np.ndarray, n: np.ndarray, axis: int) -> np.ndarray:
         return np.asarray(c.sum(axis=axis) / n.sum(axis=axis) - b.sum(axis=axis) / n.sum(axis=axis))
 
-    reference = scipy_stats.bootstrap(
-        (base_sum, cand_sum, counts),
-        statistic,
-        paired=True,
-        vectorized=True,
-        method="percentile",
-        n_resamples=40_000,
-        random_state=np.random.default_rng(5),
-    ).confidence_interval
+    reference = scipy_interval((base_sum, cand_sum, counts), statistic, seed=5, paired=True)
     assert ours is not None
-    width = reference.high - reference.low
-    assert ours.low == pytest.approx(reference.low, abs=0.03 * width)
-    assert ours.high == pytest.approx(reference.high, abs=0.03 * width)
+    assert_matches(ours.low, ours.high, reference)
 
 
 def test_same_seed_same_interval_and_identical_sides_give_zero() -> None:

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-import scipy.stats as scipy_stats
 from typer.testing import CliRunner
 
 from frostgym.agents import OracleAgent, RandomAgent
@@ -30,6 +29,7 @@ from frostgym.report.build import ReportError, card_labels, write_report
 from frostgym.report.estimates import pass_at_1
 from frostgym.report.records import CHUNK_RECORDS
 from tests.report_cards import ENVS, MarkupAgent, make_card
+from tests.stats_reference import RESAMPLES, assert_matches, scipy_interval
 
 
 @pytest.fixture(scope="module")
@@ -119,15 +119,11 @@ def test_one_card_interval_matches_scipy_bootstrap(tasks: int) -> None:
     counts = data.integers(1, 5, tasks).astype(float)
     passes = np.array([data.binomial(int(n), 0.4) / n for n in counts])
     ones = np.ones(tasks)
-    ours = bootstrap_ratio(passes, ones, ("test", tasks), resamples=40_000)
-    reference = scipy_stats.bootstrap(
-        (passes,), np.mean, method="percentile", n_resamples=40_000, random_state=np.random.default_rng(1)
-    ).confidence_interval
+    ours = bootstrap_ratio(passes, ones, ("test", tasks), resamples=RESAMPLES)
+    reference = scipy_interval((passes,), np.mean, seed=1)
     assert ours is not None
-    width = reference.high - reference.low
-    assert ours.low == pytest.approx(reference.low, abs=0.03 * width)
-    assert ours.high == pytest.approx(reference.high, abs=0.03 * width)
-    assert bootstrap_ratio(passes, ones, ("test", tasks), resamples=40_000) == ours  # seeded
+    assert_matches(ours.low, ours.high, reference)
+    assert bootstrap_ratio(passes, ones, ("test", tasks), resamples=RESAMPLES) == ours  # seeded
     assert bootstrap_ratio(passes[:1], ones[:1], ("one",)) is None
 
 

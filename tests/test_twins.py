@@ -21,7 +21,6 @@ from pathlib import Path
 import jsonschema
 import numpy as np
 import pytest
-import scipy.stats as scipy_stats  # a dev dependency: the reference, never a runtime need
 from typer.testing import CliRunner
 
 import frostgym
@@ -42,6 +41,7 @@ from frostgym.envs.math.arithmetic import ArithmeticSource
 from frostgym.plan import make_plan
 from frostgym.sandbox.backends import unavailable_reason
 from tests.conftest import make_env, play
+from tests.stats_reference import RESAMPLES, assert_matches, mean_gap, scipy_interval
 
 ROOT = Path(__file__).resolve().parent.parent
 PROCEDURAL = ("frostgym/Math-v0", "frostgym/Arithmetic-v0", "frostgym/Fractions-v0", "frostgym/LinearEquations-v0")
@@ -329,21 +329,10 @@ def test_the_gap_interval_matches_scipys_paired_bootstrap(tasks: int) -> None:
     data = np.random.default_rng(tasks)
     originals = data.binomial(4, 0.6, tasks) / 4
     twins = np.clip(originals - data.binomial(1, 0.3, tasks) * 0.5, 0, 1)
-    gap = twin_gaps(_pass_at_1(originals, twins), resamples=40_000)["env"]["errors_as_failures"]
-    reference = scipy_stats.bootstrap(
-        (twins, originals),
-        lambda b, c, axis: np.mean(c, axis=axis) - np.mean(b, axis=axis),
-        paired=True,
-        vectorized=True,
-        method="percentile",
-        n_resamples=40_000,
-        confidence_level=0.95,
-        random_state=np.random.default_rng(11),
-    ).confidence_interval
+    gap = twin_gaps(_pass_at_1(originals, twins), resamples=RESAMPLES)["env"]["errors_as_failures"]
+    reference = scipy_interval((twins, originals), mean_gap, seed=11, paired=True)
     assert gap["pairs"] == tasks and gap["gap"] == pytest.approx(originals.mean() - twins.mean())
-    width = reference.high - reference.low
-    assert gap["ci_low"] == pytest.approx(reference.low, abs=0.03 * width)
-    assert gap["ci_high"] == pytest.approx(reference.high, abs=0.03 * width)
+    assert_matches(gap["ci_low"], gap["ci_high"], reference)
     assert twin_gaps(_pass_at_1(originals, twins)) == twin_gaps(_pass_at_1(originals, twins))  # seeded
 
 
