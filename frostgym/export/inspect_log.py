@@ -323,13 +323,10 @@ def sample_metadata(record: Record) -> dict[str, Any]:
         "attempts": record.attempts,
     }
     if isinstance(record, DropRecord):
-        drop = record.drop
         return {
             **metadata,
-            "drop_class": drop.drop_class,
-            "stage": drop.stage,
-            "error": drop.error,
-            "counted_as": drop.counted_as,
+            **record.drop.to_json(),
+            "counted_as": record.drop.counted_as,
             "earlier_errors": list(record.earlier_errors),
         }
     grade = record.grade or {}
