@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from frostgym.core.task_ids import TWIN_SUFFIX, is_twin_id
+from frostgym.core.task_ids import is_twin_id, original_id, twin_id
 
 DEFINITION: Final = (
     "Per env, over the tasks played with their twins (frostgym eval --twins; a twin keeps its original's structure "
@@ -40,7 +40,7 @@ def twin_gaps(
     for values in pass_at_1.values():
         for env_id, task_id in values:
             if is_twin_id(task_id):
-                pairs.setdefault(env_id, set()).add(task_id.removesuffix(TWIN_SUFFIX))
+                pairs.setdefault(env_id, set()).add(original_id(task_id))
     gaps: dict[str, Any] = {}
     for env_id in sorted(pairs):
         originals = sorted(pairs[env_id])
@@ -61,7 +61,7 @@ def _gap(
     from frostgym.core.stats import RESAMPLES, RatioColumn, paired_bootstrap, stable
 
     cand = np.array([values.get((env_id, task), np.nan) for task in originals], dtype=np.float64)
-    base = np.array([values.get((env_id, task + TWIN_SUFFIX), np.nan) for task in originals], dtype=np.float64)
+    base = np.array([values.get((env_id, twin_id(task)), np.nan) for task in originals], dtype=np.float64)
     both = ~np.isnan(cand) & ~np.isnan(base)
     count = int(both.sum())
     if not count:

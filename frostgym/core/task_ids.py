@@ -24,6 +24,11 @@ def twin_id(task_id: str) -> str:
     return task_id + TWIN_SUFFIX
 
 
+def original_id(task_id: str) -> str:
+    """The id of the original of the twin ``task_id`` (``task_id`` itself when it names none)."""
+    return task_id.removesuffix(TWIN_SUFFIX)
+
+
 def parse_task_id(task_id: str) -> tuple[str, Split, int]:
     """Split ``"source/split/index"`` into its parts. Raises ``UnknownTaskError`` for an
     id not of that form (a twin's id included: it is read by its original's)."""

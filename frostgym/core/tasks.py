@@ -61,7 +61,7 @@ from frostgym.core.errors import UnknownTaskError
 from frostgym.core.hashing import canonical_json, sha256_json
 from frostgym.core.seeding import derive_random
 from frostgym.core.splits import ALL_SPLITS, DEFAULT_SPLIT_PERCENT, Split, check_split, split_of
-from frostgym.core.task_ids import TWIN_SUFFIX, is_twin_id, parse_task_id, twin_id
+from frostgym.core.task_ids import is_twin_id, original_id, parse_task_id, twin_id
 
 ConfigT = TypeVar("ConfigT")
 SourceT = TypeVar("SourceT", bound="TaskSource")
@@ -342,7 +342,7 @@ class TaskSource(ABC):
         """The task ``task_id`` names: ``prefix/split/index``, or that plus ``~twin`` for its
         twin (``twin``). ``UnknownTaskError`` for an id this source does not have."""
         if isinstance(task_id, str) and is_twin_id(task_id):
-            return self.twin(self.task_by_id(task_id.removesuffix(TWIN_SUFFIX)))
+            return self.twin(self.task_by_id(original_id(task_id)))
         prefix, split, index = parse_task_id(task_id)
         if prefix != self.id_prefix:
             raise UnknownTaskError(f"task {task_id!r} is not from source {self.id_prefix!r}")
