@@ -107,11 +107,8 @@ def choose_tasks(
             "pass all tasks (--all) and raise --samples for more episodes per task"
         )
     assert drawable is not None
-    if not exclude:
-        order = rng.permutation(drawable)[:episodes]
-        return [env.source.task(split, int(i)) if pool is None else pool[int(i)] for i in order]
-    # The same order as without exclusions, an excluded task passed over: the other tasks
-    # are chosen as they would have been, so a card with exclusions pairs with one without.
+    # The seeded order, an excluded task passed over: the other tasks are chosen as they
+    # would have been without exclusions, so a card with exclusions pairs with one without.
     chosen: list[Task] = []
     for i in rng.permutation(drawable):
         task = env.source.task(split, int(i)) if pool is None else pool[int(i)]
