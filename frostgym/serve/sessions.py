@@ -244,10 +244,7 @@ class SessionTable:
             _close_quietly(old)
         kwargs = dict(env_kwargs)
         split = kwargs.pop("split", None)
-        try:
-            env = make_env(env_id, split, kwargs)
-        except Exception as error:
-            raise wire.error_from(error, "make") from error
+        env = make_env(env_id, split, kwargs)  # what it raises, ``_call`` answers (``wire.error_from``)
         if not isinstance(env, FrozenEnv):
             _close_quietly(env)
             raise WireError(422, wire.VALIDATION_ERROR, f"{env_id} is not a frostgym env: it cannot be served")
