@@ -91,11 +91,13 @@ def scan_documents(index: ScanIndex, documents: list[tuple[int, str]]) -> ChunkR
     at = index.shingle_hashes.members(hashes, valid)
     if len(at) == 0:
         return result
-    doc_of = np.searchsorted(begin, at, side="right") - 1
-    for doc in np.unique(doc_of).tolist():
+    doc_of = np.searchsorted(begin, at, side="right") - 1  # ascending, as ``at`` is
+    docs, first = np.unique(doc_of, return_index=True)
+    bounds = [*first.tolist(), len(at)]  # a document's hits are one slice of ``at``
+    for doc, low, high in zip(docs.tolist(), bounds, bounds[1:], strict=False):
         start, end = starts[doc], starts[doc + 1] - 1  # end: the separator
         windows_of_doc = hashes[start : end - shingle + 1]
-        members = len(np.unique(hashes[at[doc_of == doc]]))
+        members = len(np.unique(hashes[at[low:high]]))
         if members < index.parameters.prefilter * len(np.unique(windows_of_doc)):
             continue
         result.minhashed += 1
