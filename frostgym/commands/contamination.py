@@ -75,7 +75,7 @@ def contamination_cmd(
         specs = [spec for text in env for spec in parse_env_specs(text)] if env else all_env_specs()
         parameters = Parameters(
             ngram=ngram,
-            min_gram_tokens=min(8, ngram),
+            min_gram_tokens=min(Parameters.min_gram_tokens, ngram),
             ngram_threshold=ngram_threshold,
             minhash_threshold=minhash_threshold,
         )

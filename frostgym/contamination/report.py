@@ -33,6 +33,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from frostgym.contamination.ngrams import DEFAULT_NGRAM, MAX_WINDOW, MIN_GRAM_TOKENS, SHINGLE
 from frostgym.core.errors import FrostgymError
 
 REPORT_SCHEMA = "frostgym.contamination/1"
@@ -57,10 +58,10 @@ class Parameters:
     is at most that share, so no document skipped could reach it); ``ngram_threshold`` and
     ``minhash_threshold``: the flags."""
 
-    ngram: int = 13
-    min_gram_tokens: int = 8
+    ngram: int = DEFAULT_NGRAM
+    min_gram_tokens: int = MIN_GRAM_TOKENS
     max_gram_tasks: int = 100
-    shingle: int = 5
+    shingle: int = SHINGLE
     num_perm: int = 128
     lsh_threshold: float = 0.5
     prefilter: float = 0.3
@@ -68,8 +69,10 @@ class Parameters:
     minhash_threshold: float = 0.6
 
     def __post_init__(self) -> None:
-        if not 1 <= self.min_gram_tokens <= self.ngram <= 64 or not 1 <= self.shingle <= 64:
-            raise ValueError(f"need 1 <= min_gram_tokens <= ngram <= 64 and 1 <= shingle <= 64: {self}")
+        if not 1 <= self.min_gram_tokens <= self.ngram <= MAX_WINDOW or not 1 <= self.shingle <= MAX_WINDOW:
+            raise ValueError(
+                f"need 1 <= min_gram_tokens <= ngram <= {MAX_WINDOW} and 1 <= shingle <= {MAX_WINDOW}: {self}"
+            )
         if self.max_gram_tasks < 1:
             raise ValueError(f"max_gram_tasks must be >= 1, got {self.max_gram_tasks}")
         if self.num_perm < 16:
