@@ -180,8 +180,7 @@ def compare_facts(
     """``compare_cards`` of two cards already read (``read_card_facts``): for a caller that
     holds them for more than the comparison (a report), so neither is read twice. Raises
     ``PlanMismatchError`` as ``compare_cards`` does."""
-    difference = plan_difference(base, cand)
-    if difference is not None and not overlap:
+    if not overlap and (difference := plan_difference(base, cand)) is not None:  # with overlap: no need to know
         raise PlanMismatchError(f"the cards' plans differ: {difference}; pass --overlap to compare the shared episodes")
     with paused_gc():  # as while reading: many short-lived objects beside two large plans
         comparison = _compare(base, cand, overlap)
