@@ -238,6 +238,12 @@ def test_bad_http_input_gets_a_4xx_and_the_server_stays_healthy(server: ServerTh
         _assert_error(http.post("/step", json={"action": "again", **session}), 409)
         assert http.get("/health").json()["status"] == "healthy"
         assert http.post("/close", json=session).json() == {"closed": True}
+        # a refused make or reset holds no session it opened
+        for path in ("/make", "/reset"):
+            refused_session = {"session_id": f"refused{path.replace('/', '-')}"}
+            bad = {"env_id": ARITHMETIC, "env_kwargs": {"max_turns": "two"}, **refused_session}
+            _assert_error(http.post(path, json=bad), 422)
+            _assert_error(http.get("/state", params=refused_session), 404)
 
 
 def test_bodies_past_the_limit_get_413_quickly(server: ServerThread) -> None:

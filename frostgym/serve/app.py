@@ -88,16 +88,7 @@ def create_app(config: ServeConfig) -> ASGIApp:
     async def reset(request: Request) -> Response:
         body = await _body(request, config)
         parsed = wire.parse_reset(None if not body else wire.loads(body))
-        session = table.find(parsed.session_id)
-        opened = session is None
-        if session is None:
-            session = table.open("http", parsed.session_id or "default")
-        try:
-            return _json(await table.reset(session, parsed))
-        except WireError:
-            if opened:
-                await table.close(session)
-            raise
+        return _json(await table.on_http_session(parsed.session_id, lambda session: table.reset(session, parsed)))
 
     @app.post("/step")
     async def step(request: Request) -> Response:
@@ -110,8 +101,7 @@ def create_app(config: ServeConfig) -> ASGIApp:
         data = None if not body else wire.loads(body)
         env_id, env_kwargs = wire.parse_make(data)
         session_id = wire.session_id_of(data) if isinstance(data, dict) else None
-        session = table.find(session_id) or table.open("http", session_id or "default")
-        return _json(await table.make(session, env_id, env_kwargs))
+        return _json(await table.on_http_session(session_id, lambda session: table.make(session, env_id, env_kwargs)))
 
     @app.post("/oracle")
     async def oracle(request: Request) -> Response:

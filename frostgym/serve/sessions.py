@@ -31,7 +31,7 @@ import contextlib
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
@@ -105,6 +105,21 @@ class SessionTable:
         key = f"{kind}:{session_id if session_id is not None else uuid.uuid4().hex}"
         session = self.sessions[key] = Session(key, kind)
         return session
+
+    async def on_http_session(self, session_id: str | None, call: Callable[[Session], Awaitable[T]]) -> T:
+        """``call`` on the HTTP session ``session_id`` (None: the default one), opened for it
+        when none is: a session opened for a call that is refused is closed again, so a
+        refused request holds no session. ``WireError`` as ``open`` and ``call`` raise it."""
+        session = self.find(session_id)
+        opened = session is None
+        if session is None:
+            session = self.open("http", DEFAULT_SESSION if session_id is None else session_id)
+        try:
+            return await call(session)
+        except WireError:
+            if opened:
+                await self.close(session)
+            raise
 
     def find(self, session_id: str | None) -> Session | None:
         """The HTTP session ``session_id`` (None: the default one), if open."""
