@@ -76,7 +76,8 @@ def twin_problem(problem: Mapping[str, Any], rng: random.Random) -> dict[str, An
         raise ValueError(f"{problem['task_id']}: the entry point {entry!r} is defined {len(defs)} times")
     function = defs[0]
     params = [a.arg for a in _arguments(function.args)]
-    taken = _taken(program, test, tree, _parse(test, problem))
+    test_tree = _parse(test, problem)
+    taken = _taken(program, test, tree, test_tree)
     new_entry = _fresh_entry(rng, taken)
     taken.add(new_entry)
     # each takes its name; one named as a word of prose ("a") keeps it, in prose and code alike
@@ -89,7 +90,7 @@ def twin_problem(problem: Mapping[str, Any], rng: random.Random) -> dict[str, An
         literal = program[start:end]
         edits.append(Edit(start, end, _twin_docstring(literal, entry, new_entry, renames, rng)))
     new_program, boundary = _apply(program, edits, len(prompt))
-    new_test, _ = _apply(test, _code_edits(test, _parse(test, problem), None, entry, new_entry, {}), 0)
+    new_test, _ = _apply(test, _code_edits(test, test_tree, None, entry, new_entry, {}), 0)
     twin = {
         "task_id": problem["task_id"],
         "prompt": new_program[:boundary],
@@ -262,7 +263,7 @@ def _bound_in(scope: ast.AST) -> set[str]:
     return bound - foreign
 
 
-def _defaults(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) -> list[ast.AST]:
+def _defaults(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda | ast.ClassDef) -> list[ast.AST]:
     if isinstance(node, ast.ClassDef):
         return [*node.bases, *node.keywords]
     return [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
@@ -273,7 +274,7 @@ def _resolved(node: ast.AST, scope: Mapping[str, ast.AST]) -> Iterator[tuple[ast
     and each call of a name with the scope that binds that name (None: a builtin, or
     unbound). ``scope`` maps the names visible at ``node`` to the scopes that bind them."""
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-        outside: list[ast.AST] = [*node.args.defaults, *(d for d in node.args.kw_defaults if d is not None)]
+        outside = _defaults(node)
         if not isinstance(node, ast.Lambda):
             outside += [*node.decorator_list, *(a.annotation for a in _arguments(node.args) if a.annotation)]
             outside += [node.returns] if node.returns is not None else []
