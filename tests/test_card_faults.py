@@ -493,31 +493,29 @@ def test_records_read_back_typed_and_heads_from_the_first_fields(tmp_path: Path)
     assert {d.drop.drop_class for d in drops} == {"agent_error"} and all(d.counted_as == "failure" for d in drops)
 
 
-def test_the_final_grade_and_the_echoed_action_are_stored_once_and_a_card_2_line_reads_the_same(
+def test_the_final_grade_is_stored_once_and_card_2_and_echo_lines_read_the_same(
     tmp_path: Path,
 ) -> None:
     """frostgym.card/3 keeps an episode's final grade in its head only (the step that ended
-    it holds null), and a step's action once (its observation delta says ``echo`` instead of
-    repeating it as the assistant's message); a /2 line, with both stored twice, reads back
-    to the same record, and encoding leaves the record as it was, even when the encoder
-    raises."""
+    it holds null); a /2 line, with it stored twice, and a line whose delta says ``echo``
+    instead of repeating the action as the assistant's message (as earlier /3 writers
+    wrote) read back to the same record, and encoding leaves the record as it was, even
+    when the encoder raises."""
     out = tmp_path / "c"
     _run(out, FixedReply({"not": "text"}, every=3))
     line = (out / "episodes.jsonl").read_bytes().splitlines()[0]
     data = orjson.loads(line)
     ending = data["steps"][-1]
     assert data["grade"] is not None and ending["grade"] is None
-    assert (
-        ending["observation"]["echo"] == "assistant"
-        and ending["action"] not in orjson.dumps(ending["observation"]).decode()
-    )
+    assert ending["observation"]["new"][0] == {"role": "assistant", "content": ending["action"]}
     as_card_2 = orjson.loads(line)
     as_card_2["steps"][-1]["grade"] = as_card_2["grade"]
-    delta = as_card_2["steps"][-1]["observation"]
-    delta["new"] = [{"role": delta.pop("echo"), "content": ending["action"]}, *delta["new"]]
+    echoed = orjson.loads(line)
+    delta = echoed["steps"][-1]["observation"]
+    delta["echo"] = delta["new"].pop(0)["role"]
     record = EpisodeRecord.from_json(data)
-    assert EpisodeRecord.from_json(as_card_2) == record and record.steps[-1].grade == data["grade"]
-    assert record.steps[-1].observation.new[0] == {"role": "assistant", "content": ending["action"]}
+    assert EpisodeRecord.from_json(as_card_2) == record == EpisodeRecord.from_json(echoed)
+    assert record.steps[-1].grade == data["grade"]
     assert record.encode(dumps_line) == line + b"\n"
     assert len(record.encode(dumps_line)) < len(dumps_line(record)) == len(dumps_line(as_card_2))
 

@@ -18,7 +18,7 @@ from frostgym.cards.card import DROPS_FILE, EPISODES_FILE, CardWriter, read_card
 from frostgym.cards.readback import MAX_BYTES_BEHIND, ReadBack
 from frostgym.cards.run import card_config
 from frostgym.cards.store import read_jsonl
-from frostgym.plan import PlannedEpisode, make_plan
+from frostgym.plan import PlannedEpisode, make_plan, plan_sha256
 from frostgym.runner import RunOptions, run_plan
 
 ENVS = ["frostgym/Arithmetic-v0", "frostgym/Fractions-v0"]
@@ -154,3 +154,19 @@ def test_the_process_ends_with_its_writer(tmp_path: Path, how: str) -> None:
     if how == "stdin closed":
         assert process.returncode == 0
         reader.stop()
+
+
+def test_the_plan_a_card_writes_from_its_episodes_is_their_entries(tmp_path: Path) -> None:
+    """``create`` writes the plan by encoding its episodes and hashes their ``__dict__``,
+    never building the entries; ``close`` puts the entries in the card it returns. Both
+    must be the entries (``to_dict``) exactly, or resume and compare would see another
+    plan than the one the card holds."""
+    plan, config = _plan()
+    entries = [p.to_dict() for p in plan]
+    assert orjson.dumps(plan) == orjson.dumps(entries)
+    assert plan_sha256(plan) == plan_sha256(entries)
+    writer = CardWriter.create(tmp_path / "card", config=config, plan=plan, provenance={}, read_back=False)
+    run_plan(plan, OracleAgent(), writer, OPTIONS)
+    card = writer.close("complete")
+    on_disk = read_card_json(tmp_path / "card")
+    assert card["plan"] == on_disk["plan"] == {"sha256": plan_sha256(entries), "episodes": entries}

@@ -75,6 +75,9 @@ CHECKPOINT_KEY = "checkpoint"
 #: handed over: at most ``FLUSH_SECONDS`` of episodes, which a resume runs again).
 FLUSH_BYTES = 1 << 20
 FLUSH_SECONDS = 0.05
+#: How often the read-back process's pipe is drained of what it says (its progress, a few
+#: dozen bytes at most every ``readback.POLL_SECONDS``: the pipe holds a minute of it).
+DRAIN_SECONDS = 1.0
 #: A card is built under this prefix beside its directory and renamed into place.
 _STAGING = ".creating-"
 
@@ -110,13 +113,16 @@ class CardWriter:
         verified: Mapping[str, JsonlContents[Any]] | None = None,
         read_back: bool | None = None,
         plan_json: bytes | None = None,
+        plan: Sequence[PlannedEpisode] | None = None,
     ) -> None:
         """``verified``: the two files as a resume read and checked them (new card: none);
         ``read_back``: as ``create`` takes it; ``plan_json``: the plan entries as
-        ``card.json`` holds them (``plan_entries_json``), when the caller has them."""
+        ``card.json`` holds them (``plan_entries_json``), when the caller has them; ``plan``:
+        the plan, when ``card`` holds its entries only as ``plan_json`` (see ``create``)."""
         self.directory = directory
         self.card = card
         self._plan_json = plan_entries_json(card) if plan_json is None else plan_json
+        self._plan = plan
         self.done = done  # plan ids already recorded (non-empty on resume)
         self._lock = _lock(directory) if lock is None else lock
         verified = verified or {}
@@ -125,14 +131,15 @@ class CardWriter:
         self._drops = JsonlAppender(directory / DROPS_FILE, verified.get(DROPS_FILE), self._disk)
         self._journal = JsonlAppender(directory / JOURNAL_FILE)  # written by jobs on the disk thread
         self._fsync_seconds = fsync_seconds
-        self._last_sync = self._last_flush = time.monotonic()
+        self._last_sync = self._last_flush = self._last_drain = time.monotonic()
         self._closed = False
         self._read_back: ReadBack | None = None
         #: Whether close took its summary from the read-back process (it read exactly what
         #: was written); if not, why not (None: there was none).
         self.read_back_used = False
         self.read_back_refused: str | None = None
-        if len(card["plan"]["episodes"]) >= READBACK_MIN_EPISODES if read_back is None else read_back:
+        planned = len(card["plan"]["episodes"] if plan is None else plan)
+        if planned >= READBACK_MIN_EPISODES if read_back is None else read_back:
             with contextlib.suppress(OSError):  # then close reads the files here, as for a small card
                 self._read_back = ReadBack.start(
                     directory / CARD_FILE, directory / EPISODES_FILE, directory / DROPS_FILE
@@ -161,9 +168,9 @@ class CardWriter:
         ``directory`` is not empty, and ``RuntimeError`` when another process holds it."""
         if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
             raise FileExistsError(f"{directory} is not empty: pass --resume to finish the card there, or a new --out")
-        with gc_paused():  # 10k small dicts: collections they would trigger cost more than building them
-            entries = [p.to_dict() for p in plan]
-        plan_json = orjson.dumps(entries)
+        with gc_paused():  # what hashing builds is gone before a collection could see it
+            plan_json = orjson.dumps(plan)  # a PlannedEpisode encodes as its ``to_dict``
+            digest = plan_sha256(plan)
         card = {
             "schema": CARD_SCHEMA,
             "status": "running",
@@ -171,7 +178,7 @@ class CardWriter:
             "created_at": _now(),
             "config": config,
             "seeding": {"run_seed": config["identity"]["seed"], **SEEDING},
-            "plan": {"sha256": plan_sha256(entries), "episodes": entries},
+            "plan": {"sha256": digest, "episodes": orjson.Fragment(plan_json)},
             **provenance,
             "sessions": [{"started_at": _now(), "ended_at": None, "resumed": False, "written": 0}],
             CHECKPOINT_KEY: {name: parse_jsonl(Path(name), b"").manifest() for name in (EPISODES_FILE, DROPS_FILE)},
@@ -193,7 +200,7 @@ class CardWriter:
             os.close(lock)
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        return cls(directory, card, set(), fsync_seconds, lock, read_back=read_back, plan_json=plan_json)
+        return cls(directory, card, set(), fsync_seconds, lock, read_back=read_back, plan_json=plan_json, plan=plan)
 
     @classmethod
     def resume(
@@ -271,13 +278,14 @@ class CardWriter:
             self._last_flush = now
             self._episodes.flush()
             self._drops.flush()
-            if self._read_back is not None:  # as often as lines are handed over: it says as often
-                self._read_back.drain()
         elif self._episodes.pending_bytes >= FLUSH_BYTES:
             self._episodes.flush()
         if due:
             self._last_sync = now
             self._disk.submit(self._checkpoint)
+        if self._read_back is not None and now - self._last_drain >= DRAIN_SECONDS:
+            self._last_drain = now
+            self._read_back.drain()
         self._disk.check()
 
     def _checkpoint(self) -> None:
@@ -312,6 +320,7 @@ class CardWriter:
                     wrote = {"episode": self._episodes.wrote(), "drop": self._drops.wrote()}
                     self._read_back.ask(wrote, complete=status == "complete")
                 self._disk.submit(self._sync)
+                self._plan_entries()  # meanwhile: the card this returns holds them (so does a tally here)
                 self._disk.wait()
             finally:
                 self._disk.close()
@@ -321,21 +330,37 @@ class CardWriter:
                 self.card["agent"] = dict(agent)
             self.card["sessions"][-1]["ended_at"] = _now()
             summary = self._read_back_summary(status)
+            if summary is None:
+                self._stop_read_back()  # of no more use: it would only take the core reading here needs
+                # An interrupted run may have been cut mid-write (a full disk): that partial
+                # line is an episode the resume runs again, not damage.
+                torn: TornLine = "repair" if status != "complete" else "error"
+                summary = summarize_card(self.directory, self.card, status, torn=torn)
+            self.card.update(summary)
+            self.card.pop(CHECKPOINT_KEY, None)
+            write_card_json(self.directory / CARD_FILE, self.card, self._plan_json)
+            self._journal.close()
+            (self.directory / JOURNAL_FILE).unlink(missing_ok=True)  # the checksums in card.json supersede it
         finally:
-            if self._read_back is not None:
-                self._read_back.stop()
-        # An interrupted run may have been cut mid-write (a full disk): that partial line is
-        # an episode the resume runs again, not damage.
-        self.card.update(
-            summary
-            or summarize_card(self.directory, self.card, status, torn="repair" if status != "complete" else "error")
-        )
-        self.card.pop(CHECKPOINT_KEY, None)
-        write_card_json(self.directory / CARD_FILE, self.card, self._plan_json)
-        self._journal.close()
-        (self.directory / JOURNAL_FILE).unlink(missing_ok=True)  # the checksums in card.json supersede it
+            self._stop_read_back()  # last: a process that answered has ended by now, and is reaped at once
         os.close(self._lock)
         return self.card
+
+    def _stop_read_back(self) -> None:
+        if self._read_back is not None:
+            self._read_back.stop()
+
+    def _plan_entries(self) -> None:
+        """Put the plan entries in ``card`` as ``card.json`` holds them, where ``create``
+        left only their JSON. Why it left only that: 10,000 entries are 30,000 objects the
+        garbage collector tracks, and held while the run runs they make each full collection
+        in it (one every ~10,000 oracle episodes, ~0.1 s) a fifth slower, and the next come
+        sooner."""
+        plan = self.card["plan"]
+        if isinstance(plan["episodes"], orjson.Fragment):
+            assert self._plan is not None  # create passes it with the fragment
+            with gc_paused():
+                plan["episodes"] = [p.to_dict() for p in self._plan]
 
     def _read_back_summary(self, status: CardStatus) -> dict[str, Any] | None:
         """``summarize_card``'s result as the read-back process computed it from the files
@@ -368,7 +393,9 @@ def write_card_json(path: Path, card: Mapping[str, Any], plan_json: bytes | None
     close. Pretty-printed it is 4 MB and costs as much as the rest of close; compact it is
     3 MB, and ``plan_json`` (``plan_entries_json`` of the same card, kept by the writer
     from create to close) spares encoding it again. The JSON value is the same either way."""
-    episodes = orjson.Fragment(plan_entries_json(card) if plan_json is None else plan_json)
+    episodes = card["plan"]["episodes"]
+    if not isinstance(episodes, orjson.Fragment):
+        episodes = orjson.Fragment(plan_entries_json(card) if plan_json is None else plan_json)
     write_json_atomic(path, {**card, "plan": {**card["plan"], "episodes": episodes}})
 
 

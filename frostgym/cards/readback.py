@@ -14,10 +14,10 @@ card, and raises what that raises. The process only reads; it exits when the wri
 of its pipe closes (a writer killed with it), so it never outlives a run's card.
 
 Run by ``ReadBack.start`` as a fresh interpreter (it inherits none of the run's threads),
-at nice 19, on ``CARD_JSON EPISODES_JSONL DROPS_JSONL``, importing only the card modules
-(``_LAUNCH``).
+at nice 19, on ``CARD_JSON EPISODES_JSONL DROPS_JSONL``, without ``site`` and importing
+only the card modules (``_LAUNCH``).
 While it reads it says how far it got (``{"read": bytes}`` lines on stdout, which the writer
-drains each time it hands lines over); it answers the writer's one request (a JSON line on stdin) with
+drains every ``card.DRAIN_SECONDS``); it answers the writer's one request (a JSON line on stdin) with
 one JSON line, its summary or why it has none.
 """
 
@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import gc
 import hashlib
+import importlib.util
 import os
 import select
 import subprocess
@@ -147,23 +148,37 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
-#: How the process starts: with ``frostgym`` and ``gymnasium`` as bare packages, so that
+#: How the process starts (``python -S``, see ``_import_roots``): with ``frostgym`` and
+#: ``gymnasium`` as bare packages, so that
 #: importing this module runs neither's ``__init__`` (registering every env, numpy): it
 #: needs only the card modules. Why it matters: the process starts while the run runs, and
 #: CPU spent on the other core slows the run's core too (measured on a 2-vCPU VM: a fixed
 #: loop took a median 20-25% more CPU time with the other core busy), and its imports were
-#: most of its CPU (0.27 s of 0.44 s for a 10,000-episode card; 0.09 s this way). Should an
+#: most of its CPU (0.27 s of 0.44 s for a 10,000-episode card; 0.06 s this way). Should an
 #: import here ever need what an ``__init__`` does, the process fails and the writer reads
 #: the files itself, as for a small card (slower, never wrong).
 _LAUNCH = """
-import importlib.util, sys, types
+import importlib.util, os, sys, types
 for name in ("frostgym", "gymnasium"):
     package = types.ModuleType(name)
     package.__path__ = list(importlib.util.find_spec(name).submodule_search_locations)
     sys.modules[name] = package
 from frostgym.cards.readback import main
-sys.exit(main(sys.argv[1:]))
+os._exit(main(sys.argv[1:]))  # its replies are flushed: nothing to tear down but memory
 """
+
+
+def _import_roots() -> list[str]:
+    """Where the process finds what it imports, which ``-S`` (no ``site``: its start-up,
+    with the editable-install finder, was a third of the process's import time) leaves off
+    its path: this ``frostgym``'s directory and those of ``orjson`` and ``gymnasium`` (which
+    may be elsewhere than the standard library)."""
+    roots = [str(Path(__file__).resolve().parents[2])]
+    for name in ("orjson", "gymnasium"):
+        spec = importlib.util.find_spec(name)
+        if spec is not None and spec.origin is not None:
+            roots.append(str(Path(spec.origin).parents[1]))
+    return list(dict.fromkeys(roots))
 
 
 class ReadBack:
@@ -182,10 +197,9 @@ class ReadBack:
     def start(cls, card_json: Path, episodes: Path, drops: Path) -> ReadBack:
         """Start the process on a card's ``card.json`` and record files. Raises ``OSError``
         when it cannot be started."""
-        root = str(Path(__file__).resolve().parents[2])  # where this frostgym is imported from
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (root, os.environ.get("PYTHONPATH")) if p)}
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join([*_import_roots(), os.environ.get("PYTHONPATH", "")])}
         process = subprocess.Popen(
-            [sys.executable, "-c", _LAUNCH, str(card_json), str(episodes), str(drops)],
+            [sys.executable, "-S", "-c", _LAUNCH, str(card_json), str(episodes), str(drops)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -195,18 +209,21 @@ class ReadBack:
         # take the core from that thread while it holds the GIL, and the run would wait.
         with contextlib.suppress(AttributeError, OSError):
             os.setpriority(os.PRIO_PROCESS, process.pid, NICENESS)
+        _reap_ended()
         return cls(process)
 
     def finish(self, wrote: Mapping[str, Mapping[str, Any]], *, complete: bool) -> dict[str, Any] | None:
-        """``ask``, then ``summary``."""
-        self.ask(wrote, complete=complete)
-        return self.summary()
+        """``ask``, then ``summary``, then ``stop``."""
+        try:
+            self.ask(wrote, complete=complete)
+            return self.summary()
+        finally:
+            self.stop()
 
     def drain(self) -> None:
         """Take what the process said so far off its pipe, keeping only its last line, so
-        that it never waits on a full pipe however long the run (a card calls this each time
-        it hands lines over, after which alone the process has more to say: one ``select``).
-        Never raises."""
+        that it never waits on a full pipe however long the run (a card calls this every
+        ``DRAIN_SECONDS``: one ``select``). Never raises."""
         assert self._process.stdout is not None
         with contextlib.suppress(OSError, ValueError):  # it ended: ``ask`` finds out
             fd = self._process.stdout.fileno()
@@ -245,7 +262,9 @@ class ReadBack:
         the files' manifests beside ``tally``'s keys; None when it is not to be had or not
         to be trusted (the process died, lags, read other bytes than were written, or found
         a line it cannot read; ``refused`` says which): then the caller reads the files
-        itself. The process is ended."""
+        itself. The process ends by itself once it answered; call ``stop`` when done with it
+        (then it is reaped without waiting, where stopping it at once would mean a thread to
+        wait for its exit)."""
         try:
             if not self._asked:
                 return None
@@ -259,8 +278,6 @@ class ReadBack:
         except (OSError, ValueError) as error:
             self.refused = f"{type(error).__name__}: {error}"
             return None
-        finally:
-            self.stop()
 
     def _line(self, deadline: float) -> dict[str, Any] | None:
         """The process's next JSON object line, or None when it ended or said nothing more
@@ -282,15 +299,30 @@ class ReadBack:
         return reply
 
     def stop(self) -> None:
-        """End the process (it only reads: nothing of it is lost) and close its pipes. It
-        is reaped by a thread: freeing a run's worth of its memory takes the kernel some
-        milliseconds that close need not wait for."""
+        """End the process (it only reads: nothing of it is lost) and close its pipes,
+        without waiting: a process still exiting (freeing a run's worth of memory takes the
+        kernel some milliseconds, and it runs at nice 19) is reaped once it has ended, by a
+        later ``start`` or ``stop`` (``_reap_ended``), not by a thread, whose start alone
+        cost close 2-4 ms."""
         if self._process.poll() is None:
             self._process.kill()
-            threading.Thread(target=self._process.wait, name="frostgym-readback-reap", daemon=True).start()
+            with _EXITING_LOCK:
+                _EXITING.append(self._process)
         for pipe in (self._process.stdin, self._process.stdout):
             if pipe is not None:
                 pipe.close()
+        _reap_ended()
+
+
+#: Read-back processes stopped while still running, not yet reaped (``ReadBack.stop``).
+_EXITING: list[subprocess.Popen[bytes]] = []
+_EXITING_LOCK = threading.Lock()
+
+
+def _reap_ended() -> None:
+    """Reap the stopped processes that have ended since (``poll`` does, without waiting)."""
+    with _EXITING_LOCK:
+        _EXITING[:] = [process for process in _EXITING if process.poll() is None]
 
 
 if __name__ == "__main__":

@@ -180,8 +180,8 @@ def _observation_delta() -> Schema:
             "new": array(ref("message")),
             "echo": {
                 "const": "assistant",
-                "description": "frostgym.card/3: the step's action, said by this role, comes before `new` "
-                "(stored once, in `action`)",
+                "description": "the step's action, said by this role, comes before `new` (stored once, in "
+                "`action`): read in frostgym.card/3 lines, which frostgym no longer writes this way",
             },
         },
         optional=("echo",),

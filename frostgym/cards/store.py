@@ -14,6 +14,7 @@ costs the run it records as little of its one core as it can.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import gc
 import hashlib
@@ -24,7 +25,6 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -41,7 +41,7 @@ TornLine = Literal["error", "repair", "ignore"]
 T = TypeVar("T")
 
 
-@contextmanager
+@contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
     """No cyclic garbage collection inside: bulk JSON work allocates only acyclic data, and
     collections triggered by 10k records' worth of dicts cost several times the work."""
@@ -193,6 +193,7 @@ class JsonlAppender:
         while data:
             written = os.write(self._fd, data)
             data = data[written:]
+        _start_writeback(self._fd, self._bytes, len(batch))
         self._sha256.update(batch)
         self._bytes += len(batch)
         self._lines += len(lines)
@@ -230,6 +231,20 @@ class JsonlAppender:
             self.flush()
             self.sync()
         os.close(self._fd)
+
+
+def _start_writeback(fd: int, offset: int, size: int) -> None:
+    """Have the kernel start writing these bytes to disk now, without waiting for it
+    (Linux's ``sync_file_range``; elsewhere nothing). Why: the next ``fsync`` then waits
+    only for what is still in flight, and the last one, which close waits for, had up to
+    ``fsync_seconds`` of the run's lines to write (5-10 ms of a 10,000-episode close)."""
+    if _SYNC_FILE_RANGE is not None:
+        with contextlib.suppress(OSError):  # a file system without it: the fsync does it all
+            _SYNC_FILE_RANGE(fd, offset, size, _SYNC_FILE_RANGE_WRITE)
+
+
+_SYNC_FILE_RANGE: Callable[[int, int, int, int], None] | None = getattr(os, "sync_file_range", None)
+_SYNC_FILE_RANGE_WRITE: int = getattr(os, "SYNC_FILE_RANGE_WRITE", 0)
 
 
 def chain_checkpoints(start: Mapping[str, Any], entries: list[Any], where: Path) -> dict[str, Any]:

@@ -21,11 +21,14 @@ from frostgym.core.grade import passes
 def check_ids(ids: Iterable[str], plan_ids: set[str]) -> None:
     """Raise ``CardCorruptError`` for a plan id recorded twice or not in ``plan_ids``."""
     counts = Counter(ids)
-    repeated = sorted(i for i, n in counts.items() if n > 1)
-    unknown = sorted(set(counts) - plan_ids)
+    _refuse_ids({i for i, n in counts.items() if n > 1}, set(counts) - plan_ids)
+
+
+def _refuse_ids(repeated: set[str], unknown: set[str]) -> None:
     if repeated or unknown:
         raise CardCorruptError(
-            f"the card's files hold plan ids recorded twice ({repeated[:5]}) or not in its plan ({unknown[:5]}): "
+            f"the card's files hold plan ids recorded twice ({sorted(repeated)[:5]})"
+            f" or not in its plan ({sorted(unknown)[:5]}): "
             "edited after the run?"
         )
 
@@ -52,7 +55,8 @@ class Tally:
         self.excluded = excluded
         self._plan_ids = {p["plan_id"] for p in plan}
         self._planned = Counter((p["env_id"], p["task_id"]) for p in plan)
-        self._ids: list[str] = []
+        self._seen: set[str] = set()  # plan ids added, checked as they come: little left for ``result``
+        self._repeated: set[str] = set()
         self._counts = {"episode": 0, "drop": 0, "succeeded": 0, "counted_as_failure": 0}
         self._by_class: Counter[str] = Counter()
         self._graders: dict[str, set[str]] = {}
@@ -66,8 +70,11 @@ class Tally:
         """Count the heads of ``kind`` records (in the order of their file)."""
         by_task = self._heads[kind]
         counts = self._counts
+        seen = self._seen
         for head in heads:
-            self._ids.append(head.plan_id)
+            if head.plan_id in seen:
+                self._repeated.add(head.plan_id)
+            seen.add(head.plan_id)
             counts[kind] += 1
             if head.grade is not None:
                 counts["succeeded"] += passes(head.grade)
@@ -92,7 +99,7 @@ class Tally:
         Raises ``CardCorruptError`` for a plan id recorded twice or not planned, or when
         the card is ``complete`` with planned episodes not recorded, and ``ValueError`` for
         a sample of a task recorded twice."""
-        check_ids(self._ids, self._plan_ids)
+        _refuse_ids(self._repeated, self._seen - self._plan_ids)
         counts, by_class = self._counts, self._by_class
         completed, dropped = counts["episode"], counts["drop"]
         not_run = by_class["skipped"] + by_class["cancelled"]

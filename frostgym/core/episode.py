@@ -19,7 +19,7 @@ import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, cast, get_args
+from typing import Any, Literal, Protocol, get_args
 
 import orjson
 
@@ -274,49 +274,23 @@ class EpisodeRecord:
     def encode(self, dumps: Callable[[Any], bytes]) -> bytes:
         """This record as a line of ``episodes.jsonl``, encoded by ``dumps``, in the form a
         card stores it (``frostgym.card/3``), which ``from_json`` reads back to this record:
+        the step that ended the episode holds no grade when its grade is the episode's own
+        (the runner makes them one object): ``grade`` holds it.
 
-        - the step that ended the episode holds no grade when its grade is the episode's own
-          (the runner makes them one object): ``grade`` holds it;
-        - a step whose observation delta begins with the step's action as the assistant's
-          message stores that delta without it, as ``{"keep", "new", "echo": "assistant"}``.
-
-        Why: each was stored twice, and encoding a record is the card's largest cost on the
-        fastest runs (the oracle's: 100 us an episode); together they are a fifth of a math
-        record. The steps are restored before this returns, whatever ``dumps`` raises."""
+        Why: it was stored twice, an eighth of a math record. A /3 delta may also say
+        ``"echo": "assistant"`` for a first new message that repeated the step's action
+        (``from_json`` reads it); cards are no longer written that way, because finding and
+        restoring those steps cost the run's thread 1.6 us a record, most of what encoding
+        one costs, for a tenth fewer bytes, which cost a thread of their own far less.
+        The step is restored before this returns, whatever ``dumps`` raises."""
         ending = self.steps[-1] if self.steps else None
-        final_grade = ending is not None and ending.grade is not None and ending.grade is self.grade
-        echoed = [step for step in self.steps if _echoes_action(step)]
-        if not final_grade and not echoed:
+        if ending is None or ending.grade is None or ending.grade is not self.grade:
             return dumps(self)
-        deltas = [step.observation for step in echoed]
+        ending.grade = None
         try:
-            if final_grade:
-                assert ending is not None
-                ending.grade = None
-            for step, delta in zip(echoed, deltas, strict=True):
-                step.observation = cast(ObservationDelta, _EchoedDelta(delta.keep, delta.new[1:]))
             return dumps(self)
         finally:
-            if final_grade:
-                assert ending is not None
-                ending.grade = self.grade
-            for step, delta in zip(echoed, deltas, strict=True):
-                step.observation = delta
-
-
-@dataclass
-class _EchoedDelta:
-    """An observation delta as a card stores it when its first new message was the step's
-    action, said by the assistant (``EpisodeRecord.encode``): only while encoding."""
-
-    keep: int
-    new: list[Message]
-    echo: str = "assistant"
-
-
-def _echoes_action(step: StepRecord) -> bool:
-    new = step.observation.new
-    return bool(new) and type(step.action) is str and new[0] == {"role": "assistant", "content": step.action}
+            ending.grade = self.grade
 
 
 @dataclass(kw_only=True)
