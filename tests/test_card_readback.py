@@ -14,7 +14,7 @@ import orjson
 import pytest
 
 from frostgym.agents import AgentReply, AgentRequest, OracleAgent
-from frostgym.cards.card import DROPS_FILE, EPISODES_FILE, CardWriter, read_card_json, summarize_card
+from frostgym.cards.card import DROPS_FILE, EPISODES_FILE, FLUSH_SECONDS, CardWriter, read_card_json, summarize_card
 from frostgym.cards.readback import MAX_BYTES_BEHIND, ReadBack
 from frostgym.cards.run import card_config
 from frostgym.cards.store import read_jsonl
@@ -170,3 +170,21 @@ def test_the_plan_a_card_writes_from_its_episodes_is_their_entries(tmp_path: Pat
     card = writer.close("complete")
     on_disk = read_card_json(tmp_path / "card")
     assert card["plan"] == on_disk["plan"] == {"sha256": plan_sha256(entries), "episodes": entries}
+
+
+def test_the_plans_last_lines_are_handed_over_before_close(tmp_path: Path) -> None:
+    """Near the plan's end the writer hands lines to its disk thread at every commit, not
+    only every ``FLUSH_SECONDS``: by the time the run returns, every line is on its way to
+    disk, so close leaves the read-back process few to decode. This run is far shorter
+    than ``FLUSH_SECONDS``, so without that every line would still wait for close."""
+    plan, config = _plan()
+    writer = CardWriter.create(tmp_path / "card", config=config, plan=plan, provenance={}, read_back=False)
+    began = time.monotonic()
+    run_plan(plan, OracleAgent(), writer, OPTIONS)
+    assert time.monotonic() - began < FLUSH_SECONDS  # else the timer alone would have handed them over
+    episodes = tmp_path / "card" / EPISODES_FILE
+    deadline = time.monotonic() + 10
+    while episodes.read_bytes().count(b"\n") < len(plan) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert episodes.read_bytes().count(b"\n") == len(plan)
+    writer.close("complete")

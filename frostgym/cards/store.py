@@ -172,6 +172,11 @@ class JsonlAppender:
         """Serialize ``obj`` now (``dumps_line``: its errors are raised here) for the next flush."""
         self.append_line(dumps_line(obj))
 
+    @property
+    def pending_lines(self) -> int:
+        """How many lines were appended since the last flush."""
+        return len(self._pending)
+
     def append_line(self, line: bytes) -> None:
         """Queue ``line`` (one JSON value and its newline, as ``dumps_line`` makes) for the next flush."""
         self._pending.append(line)
@@ -193,7 +198,6 @@ class JsonlAppender:
         while data:
             written = os.write(self._fd, data)
             data = data[written:]
-        _start_writeback(self._fd, self._bytes, len(batch))
         self._sha256.update(batch)
         self._bytes += len(batch)
         self._lines += len(lines)
@@ -231,20 +235,6 @@ class JsonlAppender:
             self.flush()
             self.sync()
         os.close(self._fd)
-
-
-def _start_writeback(fd: int, offset: int, size: int) -> None:
-    """Have the kernel start writing these bytes to disk now, without waiting for it
-    (Linux's ``sync_file_range``; elsewhere nothing). Why: the next ``fsync`` then waits
-    only for what is still in flight, and the last one, which close waits for, had up to
-    ``fsync_seconds`` of the run's lines to write (5-10 ms of a 10,000-episode close)."""
-    if _SYNC_FILE_RANGE is not None:
-        with contextlib.suppress(OSError):  # a file system without it: the fsync does it all
-            _SYNC_FILE_RANGE(fd, offset, size, _SYNC_FILE_RANGE_WRITE)
-
-
-_SYNC_FILE_RANGE: Callable[[int, int, int, int], None] | None = getattr(os, "sync_file_range", None)
-_SYNC_FILE_RANGE_WRITE: int = getattr(os, "SYNC_FILE_RANGE_WRITE", 0)
 
 
 def chain_checkpoints(start: Mapping[str, Any], entries: list[Any], where: Path) -> dict[str, Any]:
