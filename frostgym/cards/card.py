@@ -270,10 +270,10 @@ class CardWriter:
 
     def commit(self) -> None:
         """A batch boundary: hand the lines added since the last hand-over to the disk
-        thread once they are ``FLUSH_BYTES`` or ``FLUSH_SECONDS`` old (near the plan's end,
-        at every commit), and every ``fsync_seconds`` a checkpoint. Raises the error of a write that failed since the
-        last commit (a full disk); the run stops there, and ``close`` can still close the
-        card as ``interrupted``."""
+        thread once they are ``FLUSH_BYTES`` or ``FLUSH_SECONDS`` old (near the plan's
+        end, at every commit), and every ``fsync_seconds`` a checkpoint. Raises the error of
+        a write that failed since the last commit (a full disk); the run stops there, and
+        ``close`` can still close the card as ``interrupted``."""
         now = time.monotonic()
         due = now - self._last_sync >= self._fsync_seconds
         if (

@@ -183,8 +183,8 @@ def _import_roots() -> list[str]:
 
 class ReadBack:
     """The writer's side of a read-back process: ``start`` it once the files exist,
-    ``drain`` it whenever lines are handed over, ``ask`` once every line is written and take its
-    ``summary`` (``finish`` does both), or ``stop`` it on the way out."""
+    ``drain`` it every so often, ``ask`` once every line is written and take its
+    ``summary`` (``finish`` does both, and stops it), and ``stop`` it on the way out."""
 
     def __init__(self, process: subprocess.Popen[bytes]) -> None:
         self._process = process

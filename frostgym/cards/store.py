@@ -14,7 +14,6 @@ costs the run it records as little of its one core as it can.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import gc
 import hashlib
@@ -25,6 +24,7 @@ import zlib
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -41,7 +41,7 @@ TornLine = Literal["error", "repair", "ignore"]
 T = TypeVar("T")
 
 
-@contextlib.contextmanager
+@contextmanager
 def gc_paused() -> Iterator[None]:
     """No cyclic garbage collection inside: bulk JSON work allocates only acyclic data, and
     collections triggered by 10k records' worth of dicts cost several times the work."""
