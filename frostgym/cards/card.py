@@ -71,7 +71,7 @@ SUMMARY_KEYS: tuple[str, ...] = ("updated_at", "files", "graders", "accounting",
 CHECKPOINT_KEY = "checkpoint"
 #: Lines go to the disk thread in hand-overs of at least this many bytes, or this often:
 #: each hand-over costs the run's thread GIL hand-offs to that thread (measured on the
-#: oracle's 10,000 episodes: 150 waits for the GIL with 1 MiB hand-overs, 35 with 8 MiB),
+#: oracle's 10,000 episodes: 150 waits for the GIL with 1 MiB hand-overs, 50-60 with these),
 #: and a kill -9 loses what was not handed over (at most ``FLUSH_SECONDS`` of episodes,
 #: which a resume runs again). Near the plan's end lines are handed over at every commit
 #: (``CardWriter._in_last_stretch``), so that close finds few left for the read-back process.
