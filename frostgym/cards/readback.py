@@ -149,14 +149,14 @@ def main(argv: Sequence[str]) -> int:
 
 
 #: How the process starts (``python -S``, see ``_import_roots``): with ``frostgym`` and
-#: ``gymnasium`` as bare packages, so that
-#: importing this module runs neither's ``__init__`` (registering every env, numpy): it
-#: needs only the card modules. Why it matters: the process starts while the run runs, and
-#: CPU spent on the other core slows the run's core too (measured on a 2-vCPU VM: a fixed
-#: loop took a median 20-25% more CPU time with the other core busy), and its imports were
-#: most of its CPU (0.27 s of 0.44 s for a 10,000-episode card; 0.06 s this way). Should an
-#: import here ever need what an ``__init__`` does, the process fails and the writer reads
-#: the files itself, as for a small card (slower, never wrong).
+#: ``gymnasium`` as bare packages, so that importing this module runs neither's
+#: ``__init__`` (registering every env, numpy): it needs only the card modules. Why it
+#: matters: the process starts while the run runs, and CPU spent on the other core slows
+#: the run's core too (measured on a 2-vCPU VM: a fixed loop took a median 20-25% more CPU
+#: time with the other core busy), and its imports were most of its CPU (0.27 s of 0.44 s
+#: for a 10,000-episode card; 0.06 s this way). Should an import here ever need what an
+#: ``__init__`` does, the process fails and the writer reads the files itself, as for a
+#: small card (slower, never wrong).
 _LAUNCH = """
 import importlib.util, os, sys, types
 for name in ("frostgym", "gymnasium"):
@@ -323,7 +323,3 @@ def _reap_ended() -> None:
     """Reap the stopped processes that have ended since (``poll`` does, without waiting)."""
     with _EXITING_LOCK:
         _EXITING[:] = [process for process in _EXITING if process.poll() is None]
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
