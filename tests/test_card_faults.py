@@ -4,6 +4,7 @@ created, a full disk, garbage lines, and a 50 MB reply. Each test failed before 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -426,13 +427,19 @@ def test_options_an_env_does_not_take_are_a_usage_error(tmp_path: Path) -> None:
     assert result.returncode == 2 and "does not take" in _no_traceback(result)
 
 
-def test_a_first_session_killed_mid_run_is_checked_against_its_journal(tmp_path: Path) -> None:
+@pytest.mark.parametrize("read_back", [False, True])
+def test_a_first_session_killed_mid_run_is_checked_against_its_journal(tmp_path: Path, read_back: bool) -> None:
     """Every fsync appends the files' checksums to the card's journal, so what a killed
-    first session had synced is covered too: an edit or a removed line is refused."""
+    first session had synced is covered too: an edit or a removed line is refused. With a
+    read-back process the journal leaves out each line's CRC, which that process keeps in
+    the file's sidecar: the edited line is still named, and only a range of lines when the
+    sidecar is gone too (the journal's sha256 refuses the edit either way)."""
     out = tmp_path / "c"
     script = (
         "import sys, time; from pathlib import Path; from frostgym.cards.run import run_to_card;"
+        "import frostgym.cards.card as card_module;"
         "from tests.card_run_script import OPTIONS, SlowOracle, config\n"
+        f"card_module.READBACK_MIN_EPISODES = {0 if read_back else 10**9}\n"
         "class Slower(SlowOracle):\n"
         "    def act(self, requests):\n"
         "        time.sleep(0.2)\n"
@@ -446,18 +453,43 @@ def test_a_first_session_killed_mid_run_is_checked_against_its_journal(tmp_path:
         time.sleep(0.01)
     child.send_signal(signal.SIGKILL)
     child.wait()
-    synced = json.loads(journal.read_bytes().splitlines()[1])["episodes.jsonl"]["lines"]
-    assert synced >= 1
+    _wait_for_read_back_to_end(out)  # it exits once its writer is gone; an edit before would be read as written
+    entry = json.loads(journal.read_bytes().splitlines()[1])["episodes.jsonl"]
+    synced = entry["lines"]
+    assert synced >= 1 and (entry["line_crc32"] is None) == read_back
+    sidecar = out / ".episodes.jsonl.crc32"
+    assert sidecar.exists() == read_back
     pristine = (out / "episodes.jsonl").read_bytes()
     _edit_line(out / "episodes.jsonl", synced, b'"reward":', b'"reward":0.5,"x":')
     with pytest.raises(CardCorruptError, match=rf"episodes\.jsonl line {synced} differs"):
         run_to_card(out, SlowOracle(), config(), OPTIONS, resume=True)
+    if read_back:
+        sidecar.unlink()
+        with pytest.raises(
+            CardCorruptError, match=r"episodes\.jsonl differs from what the card recorded in a line from 1 to"
+        ):
+            run_to_card(out, SlowOracle(), config(), OPTIONS, resume=True)
     (out / "episodes.jsonl").write_bytes(b"".join(pristine.splitlines(keepends=True)[: synced - 1]))
     with pytest.raises(CardCorruptError, match="lines were removed"):
         run_to_card(out, SlowOracle(), config(), OPTIONS, resume=True)
     (out / "episodes.jsonl").write_bytes(pristine)
     card = run_to_card(out, SlowOracle(), config(), OPTIONS, resume=True)
-    assert card["status"] == "complete" and not journal.exists()
+    assert card["status"] == "complete" and not journal.exists() and not sidecar.exists()
+
+
+def _wait_for_read_back_to_end(out: Path) -> None:
+    """Wait until no read-back process of the card at ``out`` runs (their command lines name its card.json)."""
+    marker = str(out / "card.json").encode()
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        running = False
+        for proc in Path("/proc").iterdir():
+            with contextlib.suppress(OSError):
+                running |= proc.name.isdigit() and marker in (proc / "cmdline").read_bytes()
+        if not running:
+            return
+        time.sleep(0.02)
+    raise AssertionError("the read-back process outlived its writer")
 
 
 # -- reading records back ------------------------------------------------------------------------

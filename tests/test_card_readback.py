@@ -70,6 +70,10 @@ def test_a_card_read_back_by_its_process_is_the_card_read_back_in_process(tmp_pa
     # The records hold their timings, so the files' checksums differ between the runs.
     assert {**_without_times(by_process), "files": None} == {**_without_times(in_process), "files": None}
     assert read_card_json(tmp_path / "process") == by_process
+    # Its CRC sidecars and the journal are gone with the run: both cards hold the same files.
+    assert sorted(p.name for p in (tmp_path / "process").iterdir()) == sorted(
+        p.name for p in (tmp_path / "here").iterdir()
+    )
     summary = summarize_card(tmp_path / "process", by_process, "complete")
     for key in ("files", "graders", "accounting", "views"):  # the same bytes in card.json, key order too
         assert orjson.dumps(by_process[key]) == orjson.dumps(summary[key])

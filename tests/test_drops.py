@@ -69,7 +69,16 @@ def test_an_agent_reply_without_an_action_carries_its_drop() -> None:
 
 
 def test_a_drop_record_is_written_flat_and_read_back_whole() -> None:
-    planned = PlannedEpisode("e:t:0", "e", "t", 0, 7, ("episode", 0, "e", "t", 0), None, ("tag",))
+    planned = PlannedEpisode(
+        plan_id="e:t:0",
+        env_id="e",
+        task_id="t",
+        sample=0,
+        seed=7,
+        seed_derivation=("episode", 0, "e", "t", 0),
+        difficulty=None,
+        tags=("tag",),
+    )
     record = drop_record(planned, Drop("agent_error", "agent", "bad"), attempts=2, earlier_errors=["worse"])
     data = record.to_json()
     assert (data["drop_class"], data["counted_as"], data["stage"], data["error"]) == (

@@ -28,14 +28,17 @@ import orjson
 
 from frostgym.cards.readback import READBACK_MIN_EPISODES, ReadBack
 from frostgym.cards.store import (
+    SPLICE,
     CardCorruptError,
     DiskThread,
     JsonlAppender,
     JsonlContents,
     TornLine,
     chain_checkpoints,
+    crc_sidecar,
     cut_torn_line,
     dumps_line,
+    fill_unknown_crcs,
     fsync_directory,
     gc_paused,
     manifest_problem,
@@ -47,7 +50,7 @@ from frostgym.cards.store import (
 from frostgym.cards.tally import Tally, check_ids, excluded_count
 from frostgym.core.episode import Drop, DropRecord, EpisodeRecord, Record, RecordHead, drop_record, head_from_line
 from frostgym.core.errors import FrostgymError
-from frostgym.plan import SEEDING, PlannedEpisode, plan_sha256
+from frostgym.plan import SEEDING, PlannedEpisode, plan_json_and_sha256, plan_sha256
 from frostgym.version import __version__
 
 CARD_SCHEMA = "frostgym.card/3"
@@ -59,9 +62,11 @@ CARD_FILE = "card.json"
 EPISODES_FILE = "episodes.jsonl"
 DROPS_FILE = "drops.jsonl"
 LOCK_FILE = ".lock"
+RECORD_FILES = (EPISODES_FILE, DROPS_FILE)
 #: While a session runs: one line per fsync, the checksums of both files as then synced
-#: (with the CRCs of the lines since the line before), so a resume after a crash verifies
-#: every line up to the last fsync, not only those before the session began.
+#: (with the CRCs of the lines since the line before, or, while a read-back process takes
+#: those, null: they are in its ``crc_sidecar``), so a resume after a crash verifies every
+#: line up to the last fsync, not only those before the session began.
 JOURNAL_FILE = ".checkpoints.jsonl"
 CardStatus = Literal["running", "interrupted", "complete"]
 #: The ``card.json`` keys ``close`` computes from the files on disk; absent while running.
@@ -69,13 +74,18 @@ SUMMARY_KEYS: tuple[str, ...] = ("updated_at", "files", "graders", "accounting",
 #: While a session runs, ``card.json`` holds instead the checksums of what the two files
 #: held when it began: a resume after a crash verifies the files still begin with that.
 CHECKPOINT_KEY = "checkpoint"
-#: Lines go to the disk thread in hand-overs of at least this many bytes, or this often:
-#: each hand-over costs the run's thread GIL hand-offs to that thread (measured on the
-#: oracle's 10,000 episodes: 150 waits for the GIL with 1 MiB hand-overs, 50-60 with these),
-#: and a kill -9 loses what was not handed over (at most ``FLUSH_SECONDS`` of episodes,
-#: which a resume runs again). Near the plan's end lines are handed over at every commit
-#: (``CardWriter._in_last_stretch``), so that close finds few left for the read-back process.
-FLUSH_BYTES = 8 << 20
+#: Lines go to the disk thread in hand-overs of at least this many bytes, or this often: a
+#: kill -9 loses what was not handed over (at most ``FLUSH_SECONDS`` of episodes, which a
+#: resume runs again). Each hand-over costs the run's thread a few GIL hand-offs to that
+#: thread (it holds the GIL only between its calls that let go of it: writing, hashing), and
+#: the lines wait in a buffer that is reused (``JsonlAppender``) and whose every new page
+#: costs the run a page fault: 1 MiB hand-overs cost the oracle's 10,000 episodes about 25
+#: hand-overs, where 8 MiB ones cost some 9,000 page faults. Near the plan's end lines are
+#: handed over at every commit (``CardWriter._in_last_stretch``), so that close finds few
+#: left for the read-back process.
+FLUSH_BYTES = 1 << 20
+#: The episode file's buffers: a hand-over and a batch or two more.
+BUFFER_BYTES = FLUSH_BYTES + (FLUSH_BYTES >> 2)
 FLUSH_SECONDS = 0.25
 #: How often the read-back process's pipe is drained of what it says (its progress, a few
 #: dozen bytes at most every ``readback.POLL_SECONDS``: the pipe holds a minute of it).
@@ -128,10 +138,6 @@ class CardWriter:
         self.done = done  # plan ids already recorded (non-empty on resume)
         self._lock = _lock(directory) if lock is None else lock
         verified = verified or {}
-        self._disk = DiskThread()
-        self._episodes = JsonlAppender(directory / EPISODES_FILE, verified.get(EPISODES_FILE), self._disk)
-        self._drops = JsonlAppender(directory / DROPS_FILE, verified.get(DROPS_FILE), self._disk)
-        self._journal = JsonlAppender(directory / JOURNAL_FILE)  # written by jobs on the disk thread
         self._fsync_seconds = fsync_seconds
         self._last_sync = self._last_flush = self._last_drain = time.monotonic()
         self._closed = False
@@ -141,11 +147,24 @@ class CardWriter:
         self.read_back_used = False
         self.read_back_refused: str | None = None
         self._planned = len(card["plan"]["episodes"] if plan is None else plan)
+        self._written = 0  # outcomes added this session (``sessions[-1].written`` at close)
         if self._planned >= READBACK_MIN_EPISODES if read_back is None else read_back:
             with contextlib.suppress(OSError):  # then close reads the files here, as for a small card
                 self._read_back = ReadBack.start(
                     directory / CARD_FILE, directory / EPISODES_FILE, directory / DROPS_FILE
                 )
+        # With a read-back process, the CRC of each line is its to take (``crc_sidecar``).
+        line_crcs = self._read_back is None
+        self._disk = DiskThread()
+        self._episodes = JsonlAppender(
+            directory / EPISODES_FILE,
+            verified.get(EPISODES_FILE),
+            self._disk,
+            line_crcs=line_crcs,
+            buffer_bytes=BUFFER_BYTES,
+        )
+        self._drops = JsonlAppender(directory / DROPS_FILE, verified.get(DROPS_FILE), self._disk, line_crcs=line_crcs)
+        self._journal = JsonlAppender(directory / JOURNAL_FILE)  # written by jobs on the disk thread
 
     # -- opening --------------------------------------------------------------------------
     @classmethod
@@ -170,9 +189,7 @@ class CardWriter:
         ``directory`` is not empty, and ``RuntimeError`` when another process holds it."""
         if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
             raise FileExistsError(f"{directory} is not empty: pass --resume to finish the card there, or a new --out")
-        with gc_paused():  # what hashing builds is gone before a collection could see it
-            plan_json = orjson.dumps(plan)  # a PlannedEpisode encodes as its ``to_dict``
-            digest = plan_sha256(plan)
+        plan_json, digest = plan_json_and_sha256(plan)  # a PlannedEpisode encodes as its ``to_dict``
         card = {
             "schema": CARD_SCHEMA,
             "status": "running",
@@ -266,7 +283,7 @@ class CardWriter:
                 self._drops.append(outcome.to_json())
         except (TypeError, ValueError, RecursionError) as error:
             self._drops.append(_unwritable(outcome, error).to_json())
-        self.card["sessions"][-1]["written"] += 1
+        self._written += 1
 
     def commit(self) -> None:
         """A batch boundary: hand the lines added since the last hand-over to the disk
@@ -299,7 +316,7 @@ class CardWriter:
         leaves close half as many for the read-back process to decode (at every commit from
         here the rest is halved again, down to the last commit's lines)."""
         pending = self._episodes.pending_lines + self._drops.pending_lines
-        return pending > 0 and self._planned - len(self.done) - self.card["sessions"][-1]["written"] <= pending
+        return pending > 0 and self._planned - len(self.done) - self._written <= pending
 
     def _checkpoint(self) -> None:
         """On the disk thread: both files durable, then the journal entry saying up to where."""
@@ -341,6 +358,7 @@ class CardWriter:
             self._drops.close()
             if agent is not None:
                 self.card["agent"] = dict(agent)
+            self.card["sessions"][-1]["written"] = self._written
             self.card["sessions"][-1]["ended_at"] = _now()
             summary = self._read_back_summary(status)
             if summary is None:
@@ -353,7 +371,9 @@ class CardWriter:
             self.card.pop(CHECKPOINT_KEY, None)
             write_card_json(self.directory / CARD_FILE, self.card, self._plan_json)
             self._journal.close()
-            (self.directory / JOURNAL_FILE).unlink(missing_ok=True)  # the checksums in card.json supersede it
+            superseded = [self.directory / JOURNAL_FILE, *(crc_sidecar(self.directory / n) for n in RECORD_FILES)]
+            for path in superseded:  # the checksums in card.json supersede them
+                path.unlink(missing_ok=True)
         finally:
             self._stop_read_back()  # last: a process that answered has ended by now, and is reaped at once
         os.close(self._lock)
@@ -405,11 +425,14 @@ def write_card_json(path: Path, card: Mapping[str, Any], plan_json: bytes | None
     Why: a 10,000-episode plan is most of ``card.json``, written at create and again at
     close. Pretty-printed it is 4 MB and costs as much as the rest of close; compact it is
     3 MB, and ``plan_json`` (``plan_entries_json`` of the same card, kept by the writer
-    from create to close) spares encoding it again. The JSON value is the same either way."""
-    episodes = card["plan"]["episodes"]
-    if not isinstance(episodes, orjson.Fragment):
-        episodes = orjson.Fragment(plan_entries_json(card) if plan_json is None else plan_json)
-    write_json_atomic(path, {**card, "plan": {**card["plan"], "episodes": episodes}})
+    from create to close) spares encoding it again, and is written from where it lies
+    rather than copied into the rest (``write_json_atomic``'s ``spliced``). The JSON value
+    is the same either way. ``plan_json`` is required while the card holds its entries only
+    as that JSON (``CardWriter.create`` leaves them so)."""
+    if plan_json is None:
+        assert not isinstance(card["plan"]["episodes"], orjson.Fragment), "the plan's JSON is the caller's to pass"
+        plan_json = plan_entries_json(card)
+    write_json_atomic(path, {**card, "plan": {**card["plan"], "episodes": SPLICE}}, spliced=plan_json)
 
 
 def _lock(directory: Path) -> int:
@@ -444,12 +467,9 @@ def _verified_files(directory: Path, card: Mapping[str, Any]) -> dict[str, Jsonl
     if not closed and recorded is not None:  # a crash: what the session had synced is in its journal
         journal = directory / JOURNAL_FILE
         entries = read_jsonl(journal, torn="ignore").records
-        recorded = {
-            name: chain_checkpoints(
-                recorded[name], [e.get(name) if isinstance(e, dict) else e for e in entries], journal
-            )
-            for name in recorded
-        }
+        per_file = {name: [e.get(name) if isinstance(e, dict) else e for e in entries] for name in recorded}
+        chained = {name: chain_checkpoints(recorded[name], per_file[name], journal) for name in recorded}
+        recorded = {name: fill_unknown_crcs(m, crc_sidecar(directory / name)) for name, m in chained.items()}
     contents = {}
     for name, decode in HEAD_DECODERS.items():
         path = directory / name

@@ -10,8 +10,11 @@ It is a speed-up, never a second source of truth: the writer takes its summary o
 it read exactly the bytes the writer wrote (the same size, lines and sha256 for both files)
 and computed it without error; otherwise (the process died, lagged, read other bytes, or
 found a line it cannot read) the writer reads the files in its own process, as for a small
-card, and raises what that raises. The process only reads; it exits when the writer's end
-of its pipe closes (a writer killed with it), so it never outlives a run's card.
+card, and raises what that raises. The process writes nothing of the card: only the CRC-32
+of each line it read, to the file's ``store.crc_sidecar``, which the writer's journal then
+leaves out (taking them was the one part of writing that held the run's GIL); a resume
+after a crash reads them there to name an edited line. It exits when the writer's end of
+its pipe closes (a writer killed with it), so it never outlives a run's card.
 
 Run by ``ReadBack.start`` as a fresh interpreter (it inherits none of the run's threads),
 at nice 19, on ``CARD_JSON EPISODES_JSONL DROPS_JSONL``, without ``site`` and importing
@@ -40,7 +43,7 @@ from typing import IO, Any
 
 import orjson
 
-from frostgym.cards.store import CardCorruptError, JsonlContents, decode_lines, read_json
+from frostgym.cards.store import CardCorruptError, JsonlContents, crc_sidecar, decode_lines, read_json
 from frostgym.cards.tally import Tally, excluded_count
 from frostgym.core.episode import RecordHead, RecordKind, head_from_line
 
@@ -60,12 +63,15 @@ KINDS: tuple[RecordKind, RecordKind] = ("episode", "drop")
 
 
 class Tail:
-    """A JSON Lines file read as it grows: its whole lines decoded, hashed and CRC'd."""
+    """A JSON Lines file read as it grows: its whole lines decoded, hashed and CRC'd, the
+    CRCs also appended to the file's ``crc_sidecar`` as they are taken (the writer's journal
+    leaves them out while this process runs)."""
 
     def __init__(self, path: Path, decode: Callable[[bytes], RecordHead]) -> None:
         self.path = path
         self._decode = decode
         self._file: IO[bytes] | None = None
+        self._sidecar: IO[bytes] | None = None
         self._rest = b""  # bytes after the last newline read so far
         self.records: list[RecordHead] = []
         self.crcs = bytearray()
@@ -74,8 +80,11 @@ class Tail:
 
     def read(self) -> None:
         """Decode the whole lines written since the last call. Raises ``CardCorruptError``
-        for a line that is not a record's head (as ``read_jsonl`` does)."""
+        for a line that is not a record's head (as ``read_jsonl`` does), and ``OSError``
+        when the file cannot be opened."""
         if self._file is None:
+            with contextlib.suppress(OSError):  # only a hint for a resume: without it, ranges are named
+                self._sidecar = crc_sidecar(self.path).open("wb")  # from line 1: a new session starts it over
             self._file = self.path.open("rb")
         data = self._file.read()
         if not data:
@@ -85,8 +94,15 @@ class Tail:
         self._rest = data[end:]
         if end:
             self.hasher.update(memoryview(data)[:end])
+            taken = len(self.crcs)
             decode_lines(self.path, data, end, self._decode, self.records, self.crcs)
             self.bytes += end
+            if self._sidecar is not None:
+                try:
+                    self._sidecar.write(self.crcs[taken:])
+                    self._sidecar.flush()
+                except OSError:  # a full disk: the hint stops there, the card is not hurt
+                    self._sidecar = None
 
     def contents(self) -> JsonlContents[RecordHead]:
         return JsonlContents(self.records, self.hasher.hexdigest(), self.bytes, self.crcs.hex(), len(self._rest), None)
@@ -137,8 +153,11 @@ def main(argv: Sequence[str]) -> int:
                 stdout.write(orjson.dumps({"read": read}, option=orjson.OPT_APPEND_NEWLINE))
                 stdout.flush()
     line = stdin.readline()
-    if not line:
-        return 0  # the writer is gone
+    if not line:  # the writer is gone (killed?): the sidecars take the CRCs of its last lines, for a resume
+        if failure is None:
+            with contextlib.suppress(CardCorruptError):
+                _read(tails, tally)
+        return 0
     try:
         reply = {"ok": False, "why": failure} if failure else _finish(tails, tally, orjson.loads(line))
     except (CardCorruptError, ValueError, KeyError, TypeError) as error:
@@ -299,7 +318,7 @@ class ReadBack:
         return reply
 
     def stop(self) -> None:
-        """End the process (it only reads: nothing of it is lost) and close its pipes,
+        """End the process (it writes nothing the card needs: nothing is lost) and close its pipes,
         without waiting: a process still exiting (freeing a run's worth of memory takes the
         kernel some milliseconds, and it runs at nice 19) is reaped once it has ended, by a
         later ``start`` or ``stop`` (``_reap_ended``), not by a thread, whose start alone

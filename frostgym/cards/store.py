@@ -147,21 +147,44 @@ class JsonlAppender:
     keeps the running checksums of the whole file (what was there when it opened, plus
     every line it appended) so a card can record a checkpoint at each fsync.
 
+    Lines are copied, as they are appended, into a buffer that is handed whole to the
+    writing job and then reused. Why: the job then writes and hashes one block with the GIL
+    let go, where a list of lines had to be joined first (holding the GIL while a fresh
+    8 MiB block was allocated and filled); each line's ``bytes`` is freed at once, so the
+    run's next record reuses its memory.
+
     With a ``DiskThread``, ``flush`` hands each batch to it, and ``sync`` and
     ``checkpoint`` must be called from jobs on it; without one, everything runs in the
-    caller's thread."""
+    caller's thread. ``line_crcs=False`` leaves out the CRC-32 of each line (``checkpoint``
+    then says None): a card does so when its read-back process takes them
+    (``crc_sidecar``), because per line they are the one part of writing that holds the
+    GIL, which the run's thread then waits for."""
 
-    def __init__(self, path: Path, start: JsonlContents[Any] | None = None, disk: DiskThread | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        start: JsonlContents[Any] | None = None,
+        disk: DiskThread | None = None,
+        *,
+        line_crcs: bool = True,
+        buffer_bytes: int = 64 << 10,
+    ) -> None:
         """``start``: what the file already holds, as a resume read and verified it (its
         running checksum goes on from there without reading the file again); without it
-        the file is read (a new card's files are empty)."""
+        the file is read (a new card's files are empty). ``buffer_bytes``: the buffers'
+        size, best a little more than is flushed at once: a buffer that a line does not fit
+        grows by half (or to fit it), and each new page of buffer costs the run's thread a
+        page fault."""
         self.path = path
         if start is None:
             start = read_jsonl(path)
         self._disk = disk
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        self._pending: list[bytes] = []
-        self.pending_bytes = 0  # of the lines appended since the last flush
+        self._line_crcs = line_crcs
+        self._buffer = bytearray(buffer_bytes)
+        self._used = 0  # bytes of the buffer holding lines appended since the last flush
+        self._lengths: list[int] = []  # of those lines
+        self._spare: deque[bytearray] = deque()  # buffers written out, handed back by the jobs
         self.unsynced = False
         self._sha256 = start.hasher.copy()
         self._bytes = start.bytes
@@ -173,37 +196,68 @@ class JsonlAppender:
         self.append_line(dumps_line(obj))
 
     @property
+    def pending_bytes(self) -> int:
+        """How many bytes were appended since the last flush."""
+        return self._used
+
+    @property
     def pending_lines(self) -> int:
         """How many lines were appended since the last flush."""
-        return len(self._pending)
+        return len(self._lengths)
 
     def append_line(self, line: bytes) -> None:
         """Queue ``line`` (one JSON value and its newline, as ``dumps_line`` makes) for the next flush."""
-        self._pending.append(line)
-        self.pending_bytes += len(line)
+        start = self._used
+        end = start + len(line)
+        if end > len(self._buffer):
+            self._grow(end)
+        self._buffer[start:end] = line
+        self._used = end
+        self._lengths.append(end - start)
+
+    def _grow(self, needed: int) -> None:
+        buffer = bytearray(max(needed, len(self._buffer) * 3 // 2))
+        buffer[: self._used] = memoryview(self._buffer)[: self._used]
+        self._buffer = buffer
 
     def flush(self) -> None:
         """Write what was appended, in one ``write`` (on the disk thread when there is one)."""
-        if self._pending:
-            lines, self._pending = self._pending, []
-            self.pending_bytes = 0
-            if self._disk is None:
-                self._write(lines)
-            else:
-                self._disk.submit(partial(self._write, lines))
+        if not self._lengths:
+            return
+        buffer, used, lengths = self._buffer, self._used, self._lengths
+        self._buffer = self._spare_buffer(len(buffer))
+        self._used = 0
+        self._lengths = []
+        if self._disk is None:
+            self._write(buffer, used, lengths)
+        else:
+            self._disk.submit(partial(self._write, buffer, used, lengths))
 
-    def _write(self, lines: list[bytes]) -> None:
-        batch = b"".join(lines)
-        data = memoryview(batch)
+    def _spare_buffer(self, size: int) -> bytearray:
+        """A written-out buffer at least ``size`` long, else a new one of that size."""
+        while self._spare:
+            buffer = self._spare.popleft()
+            if len(buffer) >= size:
+                return buffer
+        return bytearray(size)
+
+    def _write(self, buffer: bytearray, used: int, lengths: list[int]) -> None:
+        view = memoryview(buffer)
+        data = view[:used]
         while data:
             written = os.write(self._fd, data)
             data = data[written:]
-        self._sha256.update(batch)
-        self._bytes += len(batch)
-        self._lines += len(lines)
-        for line in lines:
-            self._new_crcs += zlib.crc32(line[:-1]).to_bytes(4, "big")
+        self._sha256.update(view[:used])
+        self._bytes += used
+        self._lines += len(lengths)
+        if self._line_crcs:
+            start = 0
+            for length in lengths:
+                self._new_crcs += zlib.crc32(view[start : start + length - 1]).to_bytes(4, "big")
+                start += length
         self.unsynced = True
+        del data, view
+        self._spare.append(buffer)  # deque appends are atomic: the caller's thread takes it back
 
     def sync(self) -> None:
         """fsync what was written since the last one (nothing to do when nothing was)."""
@@ -213,12 +267,13 @@ class JsonlAppender:
 
     def checkpoint(self) -> dict[str, Any]:
         """The file's manifest as written so far, with the CRCs of only the lines appended
-        since the last checkpoint (a journal entry; ``chain_checkpoints`` joins them)."""
+        since the last checkpoint (a journal entry; ``chain_checkpoints`` joins them), or
+        None for them when it takes none (``line_crcs``)."""
         entry = {
             "sha256": self._sha256.hexdigest(),
             "bytes": self._bytes,
             "lines": self._lines,
-            "line_crc32": self._new_crcs.hex(),
+            "line_crc32": self._new_crcs.hex() if self._line_crcs else None,
         }
         self._new_crcs.clear()
         return entry
@@ -237,20 +292,57 @@ class JsonlAppender:
         os.close(self._fd)
 
 
+#: In a journal's chained ``line_crc32``, a line whose CRC-32 the writer did not take
+#: (``JsonlAppender(line_crcs=False)``): ``fill_unknown_crcs`` puts in what a sidecar holds.
+UNKNOWN_CRC = "?" * 8
+
+
 def chain_checkpoints(start: Mapping[str, Any], entries: list[Any], where: Path) -> dict[str, Any]:
     """The manifest after ``entries`` (journal checkpoints, oldest first, each with the
-    CRCs of its new lines) that followed the manifest ``start``."""
+    CRCs of its new lines, or None for them) that followed the manifest ``start``."""
     manifest = dict(start)
     for number, entry in enumerate(entries, start=1):
         if not isinstance(entry, Mapping) or not {"sha256", "bytes", "lines", "line_crc32"} <= entry.keys():
             raise CardCorruptError(f"{where} entry {number} is not a checkpoint (edited?)")
+        crcs = entry["line_crc32"]
+        if crcs is None:
+            new_lines = entry["lines"] - manifest["lines"]
+            if not isinstance(new_lines, int) or new_lines < 0:
+                raise CardCorruptError(f"{where} entry {number} is not a checkpoint (edited?)")
+            crcs = UNKNOWN_CRC * new_lines
         manifest = {
             "sha256": entry["sha256"],
             "bytes": entry["bytes"],
             "lines": entry["lines"],
-            "line_crc32": manifest.get("line_crc32", "") + str(entry["line_crc32"]),
+            "line_crc32": manifest.get("line_crc32", "") + str(crcs),
         }
     return manifest
+
+
+def crc_sidecar(path: Path) -> Path:
+    """Where a card's read-back process keeps the CRC-32 of each line of ``path`` it read
+    (4 bytes a line, big-endian, from the first line on) while the run writes it: the
+    journal's checkpoints leave those CRCs out then (``JsonlAppender(line_crcs=False)``),
+    and a resume after a crash takes them from here to name an edited line. Only a hint:
+    the journal's sha256 decides whether the file is what was written; a missing or short
+    sidecar only makes the message name a range of lines."""
+    return path.with_name(f".{path.name}.crc32")
+
+
+def fill_unknown_crcs(manifest: Mapping[str, Any], sidecar: Path) -> dict[str, Any]:
+    """``manifest`` with the CRCs it lacks (``UNKNOWN_CRC``) taken from ``sidecar``, as far
+    as it holds them."""
+    known: str = manifest.get("line_crc32", "")
+    if UNKNOWN_CRC[0] not in known:
+        return dict(manifest)
+    try:
+        hints = sidecar.read_bytes().hex()
+    except OSError:
+        return dict(manifest)
+    chunks = [known[i : i + 8] for i in range(0, len(known), 8)]
+    covered = len(hints) // 8
+    filled = [hints[8 * i : 8 * i + 8] if c == UNKNOWN_CRC and i < covered else c for i, c in enumerate(chunks)]
+    return {**manifest, "line_crc32": "".join(filled)}
 
 
 @dataclass(frozen=True)
@@ -390,11 +482,17 @@ def manifest_problem(
     if not path.exists():
         return f"{path} is missing; the card recorded {recorded['lines']} lines in it"
     known = recorded.get("line_crc32", "")  # cards written before frostgym.card/2 have none
-    for number in range(min(lines, recorded["lines"]) if known else 0):
-        if known[8 * number : 8 * number + 8] != contents.line_crc32[8 * number : 8 * number + 8]:
+    unknown: list[int] = []
+    for number in range(min(lines, recorded["lines"], len(known) // 8)):
+        crc = known[8 * number : 8 * number + 8]
+        if crc == UNKNOWN_CRC:
+            unknown.append(number + 1)
+        elif crc != contents.line_crc32[8 * number : 8 * number + 8]:
             return f"{path} line {number + 1} differs from what the card recorded"
     if lines < recorded["lines"]:
         return f"{path} has {lines} lines; the card recorded {recorded['lines']} (lines were removed)"
+    if unknown:  # its read-back process's CRCs of those lines are gone: only the range is known
+        return f"{path} differs from what the card recorded in a line from {unknown[0]} to {unknown[-1]}"
     return f"{path} does not match the checksum the card recorded"
 
 
@@ -405,14 +503,31 @@ def _prefix_sha256(path: Path, contents: JsonlContents[Any], size: int) -> str:
         return hashlib.sha256(f.read(size)).hexdigest()
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
-    """Replace ``path`` so that readers see the old file or the new one, never a mix."""
+#: Where ``write_json_atomic`` puts its ``spliced`` JSON: orjson escapes a NUL in every
+#: string it encodes, so this fragment's byte is the only one in its output.
+SPLICE = orjson.Fragment(b"\x00")
+
+
+def write_json_atomic(path: Path, obj: Any, *, spliced: bytes | None = None) -> None:
+    """Replace ``path`` so that readers see the old file or the new one, never a mix.
+    ``spliced``: one JSON value that goes where ``obj`` holds ``SPLICE``, written from the
+    caller's bytes rather than copied into the encoding of the rest (a card's plan, 3 MB
+    on a 10,000-episode run, is written twice)."""
+    data = orjson.dumps(obj, default=_fallback, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
+    parts = [memoryview(data)]
+    if spliced is not None:
+        at = data.index(b"\x00")
+        parts = [parts[0][:at], memoryview(spliced), parts[0][at + 1 :]]
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        with tmp.open("wb") as f:
-            f.write(orjson.dumps(obj, default=_fallback, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))
-            f.flush()
-            os.fsync(f.fileno())
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            for part in parts:
+                while part:
+                    part = part[os.write(fd, part) :]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         tmp.replace(path)
     except BaseException:  # a full disk, an unencodable value: leave the old file and no debris
         tmp.unlink(missing_ok=True)
