@@ -24,7 +24,7 @@ from frostgym.agents import AgentReply, AgentRequest, OracleAgent
 from frostgym.cards.card import CardWriter, load_card
 from frostgym.cards.replay import regrade_card, replay_card
 from frostgym.cards.run import card_config, run_to_card
-from frostgym.cards.store import CardCorruptError, dumps_line
+from frostgym.cards.store import CardCorruptError, DiskThread, JsonlAppender, dumps_line, read_jsonl
 from frostgym.core.episode import STORED_ACTION_PREFIX, EpisodeRecord, RecordHead, RecordKind, head_from_line
 from frostgym.plan import make_plan
 from frostgym.runner import RunOptions
@@ -558,3 +558,32 @@ def test_the_final_grade_is_stored_once_and_card_2_and_echo_lines_read_the_same(
     with pytest.raises(TypeError):
         record.encode(refuse)
     assert record.steps[-1].grade is record.grade and dumps_line(record) == before
+
+
+@pytest.mark.parametrize("line_crcs", [True, False])
+def test_the_appender_writes_lines_of_any_size_through_its_reused_buffers(tmp_path: Path, line_crcs: bool) -> None:
+    """Lines are copied into a buffer that is written whole and then reused: lines larger
+    than the buffer, batches that fill it, and buffers handed back by the disk thread must
+    all reach the file as appended, with the running checksums of what is there (and each
+    line's CRC, unless a read-back process takes them: then the checkpoint says null)."""
+    path = tmp_path / "x.jsonl"
+    path.touch()
+    disk = DiskThread()
+    appender = JsonlAppender(path, disk=disk, line_crcs=line_crcs, buffer_bytes=1000)
+    lines = [dumps_line({"n": n, "pad": "é" * (n * 37 % 1500)}) for n in range(200)]
+    for start in range(0, len(lines), 7):
+        for line in lines[start : start + 7]:
+            appender.append_line(line)
+        assert appender.pending_lines == len(lines[start : start + 7])
+        appender.flush()
+        assert appender.pending_lines == appender.pending_bytes == 0
+    disk.submit(appender.sync)
+    disk.wait()
+    checkpoint = appender.checkpoint()
+    disk.close()
+    appender.close()
+    data = path.read_bytes()
+    assert data == b"".join(lines)
+    assert appender.wrote() == {"bytes": len(data), "lines": len(lines), "sha256": hashlib.sha256(data).hexdigest()}
+    crcs = read_jsonl(path).line_crc32
+    assert checkpoint["line_crc32"] == (crcs if line_crcs else None)
