@@ -7,9 +7,10 @@ process, interleaved (baseline, card, baseline, card, ...):
 1. baseline: ``run_plan`` into a sink that discards each outcome: the runner builds every
    ``EpisodeRecord`` but nothing is serialized or written;
 2. card: ``CardWriter.create`` + ``run_plan`` into the writer + ``close``: every episode
-   serialized to ``episodes.jsonl`` (orjson, in the run's thread), written, checksummed (sha256
-   and a CRC-32 per line) and fsynced (at most once a second, with a checkpoint, and at close)
-   on the writer's disk thread, then the read-back that recomputes checksums, accounting,
+   serialized to ``episodes.jsonl`` (orjson, in the run's thread, copied into a reused
+   buffer), written, hashed (sha256) and fsynced (at most once a second, with a checkpoint,
+   and at close) on the writer's disk thread, then the read-back that recomputes checksums
+   (sha256, and a CRC-32 per line, which it also keeps for a resume after a crash), accounting,
    grader versions and score views from the files on disk (each record decoded only as far
    as its head). For this plan size the read-back runs in a process of its own
    (``frostgym.cards.readback``, at nice 19) that tails the files while the run writes them,
