@@ -24,7 +24,14 @@ from frostgym.agents import AgentReply, AgentRequest, OracleAgent
 from frostgym.cards.card import CardWriter, load_card
 from frostgym.cards.replay import regrade_card, replay_card
 from frostgym.cards.run import card_config, run_to_card
-from frostgym.cards.store import CardCorruptError, DiskThread, JsonlAppender, dumps_line, read_jsonl
+from frostgym.cards.store import (
+    CardCorruptError,
+    DiskThread,
+    JsonlAppender,
+    chain_checkpoints,
+    dumps_line,
+    read_jsonl,
+)
 from frostgym.core.episode import STORED_ACTION_PREFIX, EpisodeRecord, RecordHead, RecordKind, head_from_line
 from frostgym.plan import make_plan
 from frostgym.runner import RunOptions
@@ -587,3 +594,19 @@ def test_the_appender_writes_lines_of_any_size_through_its_reused_buffers(tmp_pa
     assert appender.wrote() == {"bytes": len(data), "lines": len(lines), "sha256": hashlib.sha256(data).hexdigest()}
     crcs = read_jsonl(path).line_crc32
     assert checkpoint["line_crc32"] == (crcs if line_crcs else None)
+
+
+def test_a_journal_entry_without_crcs_stands_for_its_lines_and_an_edited_one_is_refused() -> None:
+    """A checkpoint written while a read-back process took the CRCs (``line_crc32`` null)
+    counts its new lines as unknown, one placeholder each, so the lines after it keep their
+    numbers; one whose line count is not a count past the last is refused, not a crash."""
+    start = {"sha256": "a", "bytes": 0, "lines": 1, "line_crc32": "0000002a"}
+    entries = [
+        {"sha256": "b", "bytes": 10, "lines": 3, "line_crc32": None},
+        {"sha256": "c", "bytes": 15, "lines": 4, "line_crc32": "0000002b"},
+    ]
+    chained = chain_checkpoints(start, entries, Path("j"))
+    assert chained["line_crc32"] == "0000002a" + "?" * 16 + "0000002b" and chained["lines"] == 4
+    for lines in ("3", 0, None, 2.5):
+        with pytest.raises(CardCorruptError, match="entry 1 is not a checkpoint"):
+            chain_checkpoints(start, [{**entries[0], "lines": lines}], Path("j"))

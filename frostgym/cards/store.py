@@ -306,10 +306,10 @@ def chain_checkpoints(start: Mapping[str, Any], entries: list[Any], where: Path)
             raise CardCorruptError(f"{where} entry {number} is not a checkpoint (edited?)")
         crcs = entry["line_crc32"]
         if crcs is None:
-            new_lines = entry["lines"] - manifest["lines"]
-            if not isinstance(new_lines, int) or new_lines < 0:
+            lines, before = entry["lines"], manifest["lines"]
+            if type(lines) is not int or type(before) is not int or lines < before:
                 raise CardCorruptError(f"{where} entry {number} is not a checkpoint (edited?)")
-            crcs = UNKNOWN_CRC * new_lines
+            crcs = UNKNOWN_CRC * (lines - before)
         manifest = {
             "sha256": entry["sha256"],
             "bytes": entry["bytes"],
