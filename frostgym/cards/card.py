@@ -200,14 +200,14 @@ class CardWriter:
             "plan": {"sha256": digest, "episodes": orjson.Fragment(plan_json)},
             **provenance,
             "sessions": [{"started_at": _now(), "ended_at": None, "resumed": False, "written": 0}],
-            CHECKPOINT_KEY: {name: parse_jsonl(Path(name), b"").manifest() for name in (EPISODES_FILE, DROPS_FILE)},
+            CHECKPOINT_KEY: {name: parse_jsonl(Path(name), b"").manifest() for name in RECORD_FILES},
         }
         directory.parent.mkdir(parents=True, exist_ok=True)
         _remove_abandoned_builds(directory)
         staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}{_STAGING}", dir=directory.parent))
         lock = _lock(staging)
         try:
-            for name in (EPISODES_FILE, DROPS_FILE):
+            for name in RECORD_FILES:
                 (staging / name).touch()
             write_card_json(staging / CARD_FILE, card, plan_json)
             try:
@@ -565,7 +565,7 @@ def _manifest_shape_problem(card: Any) -> str | None:
         if key not in card:
             continue
         manifests = card[key]
-        for name in (EPISODES_FILE, DROPS_FILE):
+        for name in RECORD_FILES:
             entry = manifests.get(name) if isinstance(manifests, dict) else None
             if not isinstance(entry, dict) or not entry.keys() >= _MANIFEST_FIELDS:
                 return f"{key}.{name} lacks its checksums ({', '.join(sorted(_MANIFEST_FIELDS))})"

@@ -243,10 +243,7 @@ class JsonlAppender:
 
     def _write(self, buffer: bytearray, used: int, lengths: list[int]) -> None:
         view = memoryview(buffer)
-        data = view[:used]
-        while data:
-            written = os.write(self._fd, data)
-            data = data[written:]
+        _write_all(self._fd, view[:used])
         self._sha256.update(view[:used])
         self._bytes += used
         self._lines += len(lengths)
@@ -256,7 +253,6 @@ class JsonlAppender:
                 self._new_crcs += zlib.crc32(view[start : start + length - 1]).to_bytes(4, "big")
                 start += length
         self.unsynced = True
-        del data, view
         self._spare.append(buffer)  # deque appends are atomic: the caller's thread takes it back
 
     def sync(self) -> None:
@@ -505,7 +501,14 @@ def _prefix_sha256(path: Path, contents: JsonlContents[Any], size: int) -> str:
 
 #: Where ``write_json_atomic`` puts its ``spliced`` JSON: orjson escapes a NUL in every
 #: string it encodes, so this fragment's byte is the only one in its output.
-SPLICE = orjson.Fragment(b"\x00")
+_SPLICE_BYTE = b"\x00"
+SPLICE = orjson.Fragment(_SPLICE_BYTE)
+
+
+def _write_all(fd: int, data: memoryview) -> None:
+    """``os.write`` all of ``data`` to ``fd``, however many calls that takes."""
+    while data:
+        data = data[os.write(fd, data) :]
 
 
 def write_json_atomic(path: Path, obj: Any, *, spliced: bytes | None = None) -> None:
@@ -516,15 +519,14 @@ def write_json_atomic(path: Path, obj: Any, *, spliced: bytes | None = None) -> 
     data = orjson.dumps(obj, default=_fallback, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
     parts = [memoryview(data)]
     if spliced is not None:
-        at = data.index(b"\x00")
+        at = data.index(_SPLICE_BYTE)
         parts = [parts[0][:at], memoryview(spliced), parts[0][at + 1 :]]
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
         try:
             for part in parts:
-                while part:
-                    part = part[os.write(fd, part) :]
+                _write_all(fd, part)
             os.fsync(fd)
         finally:
             os.close(fd)
