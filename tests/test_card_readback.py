@@ -5,6 +5,7 @@ writer."""
 
 from __future__ import annotations
 
+import itertools
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,9 +16,10 @@ import pytest
 
 from frostgym.agents import AgentReply, AgentRequest, OracleAgent
 from frostgym.cards.card import DROPS_FILE, EPISODES_FILE, FLUSH_SECONDS, CardWriter, read_card_json, summarize_card
-from frostgym.cards.readback import MAX_BYTES_BEHIND, ReadBack
+from frostgym.cards.readback import MAX_BYTES_BEHIND, ReadBack, Tail
 from frostgym.cards.run import card_config
-from frostgym.cards.store import read_jsonl
+from frostgym.cards.store import CardCorruptError, crc_sidecar, read_jsonl
+from frostgym.core.episode import head_from_line
 from frostgym.plan import PlannedEpisode, make_plan, plan_sha256
 from frostgym.runner import RunOptions, run_plan
 
@@ -120,6 +122,60 @@ def test_the_process_summary_is_summarize_cards_and_refused_for_other_bytes(tmp_
     shorter = _wrote(out)
     shorter["drop"]["bytes"] += 1
     assert _start(out).finish(shorter, complete=True) is None
+
+
+def test_a_tail_reads_a_growing_file_as_the_whole_file_reads(tmp_path: Path) -> None:
+    """Whatever the cuts between reads (mid-line, just before a newline, through a line of
+    megabytes), a tail ends with the lines, checksums and CRCs of the whole file."""
+    out = tmp_path / "c"
+    _write(out, read_back=False)
+    lines = (out / EPISODES_FILE).read_bytes().splitlines(keepends=True)
+    record = orjson.loads(lines[0])
+    record["observation"][0]["content"] = "x" * (2 << 20)
+    data = b"".join([lines[0], orjson.dumps(record) + b"\n", *lines[1:]])
+    path = tmp_path / "growing.jsonl"
+    path.write_bytes(b"")
+    tail = Tail(path, lambda line: head_from_line(line, "episode"))
+    cuts = [0, 7, len(lines[0]) - 1, len(lines[0]) + 3, len(lines[0]) + (1 << 20), len(data) - 2, len(data)]
+    heads = []
+    with path.open("ab") as file:
+        for start, stop in itertools.pairwise(cuts):
+            file.write(data[start:stop])
+            file.flush()
+            heads += tail.read()
+    whole = read_jsonl(path, decode=lambda line: head_from_line(line, "episode"))
+    assert heads == whole.records and len(heads) == len(lines) + 1
+    assert tail.manifest() == whole.manifest() and tail.rest == b""  # sha256, bytes, lines, CRCs
+    assert crc_sidecar(path).read_bytes().hex() == whole.line_crc32
+
+
+def _moved(records: list[dict[str, Any]], into: dict[str, Any]) -> list[dict[str, Any]]:
+    """``records`` with the one farthest from ``into`` of the same env, other task, moved to
+    ``into``'s task under a sample number no task uses."""
+    order = records if into is records[0] else records[::-1]
+    moved = next(r for r in order[::-1] if r["env_id"] == into["env_id"] and r["task_id"] != into["task_id"])
+    return [{**r, "task_id": into["task_id"], "sample": 99} if r is moved else r for r in records]
+
+
+def test_a_record_moved_to_another_task_is_refused_by_both_readers(tmp_path: Path) -> None:
+    """A record whose task was edited (its plan id still planned, once) leaves a task more
+    records than the plan has for it: both readers refuse the card, whether the moved
+    record comes after that task's own records or before them, or names no planned task."""
+    out = tmp_path / "c"
+    _write(out, read_back=False)
+    path = out / EPISODES_FILE
+    records = [orjson.loads(line) for line in path.read_bytes().splitlines()]
+    for edited in (
+        _moved(records, into=records[0]),  # after the task has all its records
+        _moved(records, into=records[-1]),  # before
+        [{**records[0], "task_id": "not-planned"}, *records[1:]],
+    ):
+        path.write_bytes(b"".join(orjson.dumps(record) + b"\n" for record in edited))
+        with pytest.raises(CardCorruptError, match="more records than its plan has episodes"):
+            summarize_card(out, read_card_json(out), "complete")
+        reader = _start(out)
+        assert reader.finish(_wrote(out), complete=True) is None
+        assert reader.refused is not None and "more records than its plan has episodes" in reader.refused
 
 
 def test_a_process_far_behind_the_writer_is_not_waited_for(tmp_path: Path) -> None:

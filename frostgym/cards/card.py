@@ -514,7 +514,8 @@ def summarize_card(
     record is read only as far as its head (``head_from_line``). ``card`` is the manifest
     (its plan and ``config.ks`` are read); a partial last line is handled as ``torn`` says
     (``ignore`` to look at a card whose run was killed). Raises ``CardCorruptError`` for a
-    line that is not a record, a plan id recorded twice or not planned, or ``status``
+    line that is not a record, a plan id recorded twice or not planned, a task with more
+    records than the plan has episodes of it (a record's task edited), or ``status``
     ``complete`` with planned episodes not recorded."""
     with gc_paused():
         return _summarize(directory, card, status, torn)

@@ -32,20 +32,24 @@ import hashlib
 import importlib.util
 import os
 import select
-import subprocess
 import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from functools import partial
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
-from frostgym.cards.store import CardCorruptError, JsonlContents, crc_sidecar, decode_lines, read_json
+from frostgym.cards.store import CardCorruptError, crc_sidecar, decode_lines, file_manifest, read_json
 from frostgym.cards.tally import Tally, excluded_count
 from frostgym.core.episode import RecordHead, RecordKind, head_from_line
+
+# ``subprocess`` is imported where the process is started: the process itself starts none,
+# and importing it was about a sixth of its start.
+if TYPE_CHECKING:
+    import subprocess
 
 #: Plans at least this large get a read-back process: below, starting one (~0.25 s of a
 #: core, mostly imports) costs more than it saves.
@@ -65,37 +69,40 @@ KINDS: tuple[RecordKind, RecordKind] = ("episode", "drop")
 class Tail:
     """A JSON Lines file read as it grows: its whole lines decoded, hashed and CRC'd, the
     CRCs also appended to the file's ``crc_sidecar`` as they are taken (the writer's journal
-    leaves them out while this process runs)."""
+    leaves them out while this process runs). The heads it decodes are handed on, not kept:
+    a tally lets a task's heads go once it has them all, and the memory is used again (a
+    fresh page costs a fault, which on a VM that hands freed pages back to its host costs
+    some microseconds: kept, a 10,000-episode card's heads were 6,000 of them)."""
 
     def __init__(self, path: Path, decode: Callable[[bytes], RecordHead]) -> None:
         self.path = path
         self._decode = decode
         self._file: IO[bytes] | None = None
         self._sidecar: IO[bytes] | None = None
-        self._rest = b""  # bytes after the last newline read so far
-        self.records: list[RecordHead] = []
-        self.crcs = bytearray()
+        self.rest = b""  # bytes after the last newline read so far
+        self.crcs = bytearray()  # 4 bytes per line read
         self.hasher = hashlib.sha256()
         self.bytes = 0
 
-    def read(self) -> None:
-        """Decode the whole lines written since the last call. Raises ``CardCorruptError``
-        for a line that is not a record's head (as ``read_jsonl`` does), and ``OSError``
-        when the file cannot be opened."""
+    def read(self) -> list[RecordHead]:
+        """The heads of the whole lines written since the last call. Raises
+        ``CardCorruptError`` for a line that is not a record's head (as ``read_jsonl``
+        does), and ``OSError`` when the file cannot be opened."""
+        heads: list[RecordHead] = []
         if self._file is None:
             with contextlib.suppress(OSError):  # only a hint for a resume: without it, ranges are named
                 self._sidecar = crc_sidecar(self.path).open("wb")  # from line 1: a new session starts it over
             self._file = self.path.open("rb")
         data = self._file.read()
         if not data:
-            return
-        data = self._rest + data
+            return heads
+        data = self.rest + data
         end = data.rfind(b"\n") + 1
-        self._rest = data[end:]
+        self.rest = data[end:]
         if end:
             self.hasher.update(memoryview(data)[:end])
             taken = len(self.crcs)
-            decode_lines(self.path, data, end, self._decode, self.records, self.crcs)
+            decode_lines(self.path, data, end, self._decode, heads, self.crcs)
             self.bytes += end
             if self._sidecar is not None:
                 try:
@@ -103,16 +110,16 @@ class Tail:
                     self._sidecar.flush()
                 except OSError:  # a full disk: the hint stops there, the card is not hurt
                     self._sidecar = None
+        return heads
 
-    def contents(self) -> JsonlContents[RecordHead]:
-        return JsonlContents(self.records, self.hasher.hexdigest(), self.bytes, self.crcs.hex(), len(self._rest), None)
+    def manifest(self) -> dict[str, Any]:
+        """The manifest of the whole lines read so far."""
+        return file_manifest(self.hasher.hexdigest(), self.bytes, len(self.crcs) // 4, self.crcs.hex())
 
 
 def _read(tails: Mapping[RecordKind, Tail], tally: Tally) -> None:
     for kind, tail in tails.items():
-        known = len(tail.records)
-        tail.read()
-        tally.add(kind, tail.records[known:])
+        tally.add(kind, tail.read())
 
 
 def _finish(tails: Mapping[RecordKind, Tail], tally: Tally, request: Mapping[str, Any]) -> dict[str, Any]:
@@ -121,12 +128,12 @@ def _finish(tails: Mapping[RecordKind, Tail], tally: Tally, request: Mapping[str
     _read(tails, tally)
     files = {}
     for kind, tail in tails.items():
-        contents = tail.contents()
+        manifest = tail.manifest()
         wrote = request["files"][kind]
-        got = {"bytes": contents.bytes, "lines": len(contents.records), "sha256": contents.sha256}
-        if contents.repaired_bytes or got != wrote:
+        got = {key: manifest[key] for key in ("bytes", "lines", "sha256")}
+        if tail.rest or got != wrote:
             return {"ok": False, "why": f"{tail.path}: read {got}, the writer wrote {wrote}"}
-        files[kind] = contents.manifest()
+        files[kind] = manifest
     return {"ok": True, "files": files, **tally.result(complete=request["complete"])}
 
 
@@ -136,6 +143,7 @@ def main(argv: Sequence[str]) -> int:
     card_json, episodes, drops = (Path(a) for a in argv)
     card = read_json(card_json)  # as the writer wrote it before starting this process
     tally = Tally(card["plan"]["episodes"], card["config"]["ks"], excluded_count(card["config"]))
+    del card  # its plan entries' memory goes to the heads read next, not fresh pages
     tails = {
         kind: Tail(path, partial(head_from_line, kind=kind))
         for kind, path in zip(KINDS, (episodes, drops), strict=True)
@@ -216,6 +224,8 @@ class ReadBack:
     def start(cls, card_json: Path, episodes: Path, drops: Path) -> ReadBack:
         """Start the process on a card's ``card.json`` and record files. Raises ``OSError``
         when it cannot be started."""
+        import subprocess
+
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([*_import_roots(), os.environ.get("PYTHONPATH", "")])}
         process = subprocess.Popen(
             [sys.executable, "-S", "-c", _LAUNCH, str(card_json), str(episodes), str(drops)],

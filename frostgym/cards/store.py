@@ -23,17 +23,22 @@ import threading
 import zlib
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 import orjson
 
 from frostgym.core.errors import FrostgymError
 from frostgym.core.messages import clean_text
+
+# ``concurrent.futures`` is imported where a ``DiskThread`` is made: the read-back process
+# imports this module but runs no thread, and that import (with ``logging``) was about a
+# twelfth of its start.
+if TYPE_CHECKING:
+    from concurrent.futures import Future
 
 #: What to do with a partial last line (a write cut short by a crash): refuse it, cut it
 #: off the file (a resume re-runs that episode), or read around it without writing.
@@ -102,6 +107,8 @@ class DiskThread:
     MAX_PENDING = 64
 
     def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
         self._executor = ThreadPoolExecutor(1, thread_name_prefix="frostgym-card-disk")
         self._jobs: deque[Future[None]] = deque()
         self._failure: BaseException | None = None
@@ -265,12 +272,9 @@ class JsonlAppender:
         """The file's manifest as written so far, with the CRCs of only the lines appended
         since the last checkpoint (a journal entry; ``chain_checkpoints`` joins them), or
         None for them when it takes none (``line_crcs``)."""
-        entry = {
-            "sha256": self._sha256.hexdigest(),
-            "bytes": self._bytes,
-            "lines": self._lines,
-            "line_crc32": self._new_crcs.hex() if self._line_crcs else None,
-        }
+        entry = file_manifest(
+            self._sha256.hexdigest(), self._bytes, self._lines, self._new_crcs.hex() if self._line_crcs else None
+        )
         self._new_crcs.clear()
         return entry
 
@@ -341,6 +345,12 @@ def fill_unknown_crcs(manifest: Mapping[str, Any], sidecar: Path) -> dict[str, A
     return {**manifest, "line_crc32": "".join(filled)}
 
 
+def file_manifest(sha256: str, size: int, lines: int, line_crc32: str | None) -> dict[str, Any]:
+    """A record file's manifest as ``card.json``'s ``files`` holds it, and a journal's
+    checkpoint (whose ``line_crc32`` has only the lines since the last one, or None)."""
+    return {"sha256": sha256, "bytes": size, "lines": lines, "line_crc32": line_crc32}
+
+
 @dataclass(frozen=True)
 class JsonlContents(Generic[T]):
     """A JSON Lines file as read: its records (as the reader decoded them) and its manifest."""
@@ -353,7 +363,7 @@ class JsonlContents(Generic[T]):
     hasher: Any = field(repr=False, compare=False)  # the sha256 state over those bytes, to append from
 
     def manifest(self) -> dict[str, Any]:
-        return {"sha256": self.sha256, "bytes": self.bytes, "lines": len(self.records), "line_crc32": self.line_crc32}
+        return file_manifest(self.sha256, self.bytes, len(self.records), self.line_crc32)
 
 
 @overload
@@ -406,13 +416,13 @@ def decode_lines(
     path: Path, data: bytes, end: int, decode: Callable[[bytes], T], records: list[T], crcs: bytearray
 ) -> None:
     """Decode the whole lines of ``data[:end]`` (it ends with a newline) onto ``records``,
-    and their CRC-32s onto ``crcs`` (4 bytes each); lines are numbered on from those
-    already in ``records``. Raises ``CardCorruptError`` naming the first line ``decode``
-    refuses (its ``ValueError``)."""
+    and their CRC-32s onto ``crcs`` (4 bytes each); lines are numbered on from those whose
+    CRCs ``crcs`` already holds. Raises ``CardCorruptError`` naming the first line
+    ``decode`` refuses (its ``ValueError``)."""
     crc32 = zlib.crc32
     find = data.find
     start = 0
-    number = len(records)
+    number = len(crcs) // 4
     with gc_paused():
         while start < end:
             stop = find(b"\n", start)

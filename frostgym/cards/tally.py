@@ -44,7 +44,10 @@ class Tally:
     """What close computes from a card's records, fed the heads of its records as they are
     read (all at once in the writer's process; batch by batch in the read-back process, so
     little is left for ``result``). Each task's score values are computed once all its
-    planned samples were added, and again by ``result`` for a task added to since."""
+    planned samples were added, and its heads then let go (the read-back process keeps no
+    other reference to them, so its memory stays that of the tasks under way); a record
+    added to a task after that is one more than the plan has for it, which ``result``
+    refuses."""
 
     def __init__(self, plan: Sequence[Mapping[str, Any]], ks: Sequence[int], excluded: int | None = None) -> None:
         """``plan``: the card's plan entries (``plan_id``, ``env_id``, ``task_id``); ``ks``
@@ -64,7 +67,8 @@ class Tally:
             "episode": defaultdict(list),
             "drop": defaultdict(list),
         }
-        self._entries: dict[TaskKey, tuple[int, int, TaskEntry]] = {}
+        self._entries: dict[TaskKey, TaskEntry] = {}  # of the tasks whose heads were let go
+        self._overfull: set[TaskKey] = set()  # tasks added to after that, or not planned
 
     def add(self, kind: RecordKind, heads: Iterable[RecordHead]) -> None:
         """Count the heads of ``kind`` records (in the order of their file)."""
@@ -83,11 +87,16 @@ class Tally:
                 self._by_class[head.drop.drop_class] += 1
                 counts["counted_as_failure"] += head.drop.counted_as == "failure"
             key = (head.env_id, head.task_id)
+            if key in self._entries or not self._planned[key]:  # one more than the plan has
+                self._overfull.add(key)
+                continue
             by_task[key].append(head)
             episodes, drops = self._group(key)
             if len(episodes) + len(drops) == self._planned[key]:
                 with contextlib.suppress(ValueError):  # a sample recorded twice: result raises it
-                    self._entries[key] = (len(episodes), len(drops), task_entry(key, [*episodes, *drops], self.ks))
+                    self._entries[key] = task_entry(key, [*episodes, *drops], self.ks)
+                    for heads_of in self._heads.values():
+                        heads_of.pop(key, None)
 
     def _group(self, key: TaskKey) -> tuple[list[RecordHead], list[RecordHead]]:
         return self._heads["episode"].get(key, []), self._heads["drop"].get(key, [])
@@ -96,10 +105,16 @@ class Tally:
         """``graders`` (the versions of the graders that scored the completed episodes),
         ``accounting`` (the counts that must balance: every planned episode is completed,
         dropped or, in an interrupted card, still pending, exactly once) and ``views``.
-        Raises ``CardCorruptError`` for a plan id recorded twice or not planned, or when
-        the card is ``complete`` with planned episodes not recorded, and ``ValueError`` for
-        a sample of a task recorded twice."""
+        Raises ``CardCorruptError`` for a plan id recorded twice or not planned, for a task
+        with more records than the plan has episodes of it, or when the card is
+        ``complete`` with planned episodes not recorded, and ``ValueError`` for a sample of
+        a task recorded twice."""
         _refuse_ids(self._repeated, self._seen - self._plan_ids)
+        if self._overfull:
+            raise CardCorruptError(
+                f"the card's files hold more records than its plan has episodes of {sorted(self._overfull)[:3]}"
+                " (a record's task edited after the run?)"
+            )
         counts, by_class = self._counts, self._by_class
         completed, dropped = counts["episode"], counts["drop"]
         not_run = by_class["skipped"] + by_class["cancelled"]
@@ -133,12 +148,8 @@ class Tally:
         }
 
     def _task_entries(self) -> dict[TaskKey, TaskEntry]:
-        entries = {}
-        for key in sorted(self._heads["episode"].keys() | self._heads["drop"].keys()):
+        entries = dict(self._entries)
+        for key in self._heads["episode"].keys() | self._heads["drop"].keys():
             episodes, drops = self._group(key)
-            cached = self._entries.get(key)
-            if cached is not None and cached[:2] == (len(episodes), len(drops)):
-                entries[key] = cached[2]
-            else:
-                entries[key] = task_entry(key, [*episodes, *drops], self.ks)
+            entries[key] = task_entry(key, [*episodes, *drops], self.ks)
         return entries
