@@ -18,12 +18,16 @@ process, interleaved (baseline, card, baseline, card, ...):
    (it lagged, or read other bytes than were written) reads the files in process, and says
    so on stderr.
 
-Each run starts after ``gc.collect()``; the ratio uses the best of ``--repeats`` runs of
-each (this 2-core machine's run-to-run noise is ~30%, far above the effect measured), and
+Each run starts after ``gc.collect()``. The ratio uses the best of ``--repeats`` runs of
+each side: this 2-core machine's run-to-run noise is ~30%, far above the effect measured.
+In one sitting of 30 runs a side, the best-of ratio of 9 of them drawn at random ranged
+from 5.7% to 14.6% (5th to 95th percentile), of 15 from 6.4% to 12.2%. Printed beside it:
 the paired ratios (each card run against the baseline run just before it, which share the
-machine's state of the moment) are printed beside it. The
-oracle is the fastest possible agent, so this is the worst case: with any model the card's
-share is far smaller. The target (issue 15) is an all-in overhead under 10%.
+machine's state of the moment), and how noisy the sitting was (each side's median run
+against its best: a few percent in a calm sitting; in a noisy one the card's side suffers
+more, its work being spread over both cores). The oracle is the fastest possible agent, so
+this is the worst case: with any model the card's share is far smaller. The target
+(issue 15) is an all-in overhead under 10%.
 
 Run from the repository root: ``python benchmarks/card_overhead.py [--tasks 500 --samples 20] [--json PATH]``
 (``--in-process``: close reads the card back in the run's process, for comparison).
@@ -32,6 +36,7 @@ Run from the repository root: ``python benchmarks/card_overhead.py [--tasks 500 
 from __future__ import annotations
 
 import argparse
+import compileall
 import gc
 import shutil
 import statistics
@@ -43,6 +48,7 @@ from typing import Any
 
 from bench_common import format_table, machine_info, write_json
 
+import frostgym
 from frostgym.agents import OracleAgent
 from frostgym.cards.card import CardWriter
 from frostgym.cards.run import card_config
@@ -93,13 +99,17 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tasks", type=int, default=500)
     parser.add_argument("--samples", type=int, default=20)
-    parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument(
         "--in-process", action="store_true", help="read the card back in the run's process (no read-back process)"
     )
     args = parser.parse_args()
+    # The read-back process imports the card modules at each card's start: from stale or no
+    # .pyc files (a tree edited where PYTHONDONTWRITEBYTECODE is set, as on this VM) it
+    # compiles them again, 15-40 ms more of its CPU than from an installed package.
+    compileall.compile_dir(Path(frostgym.__file__).parent, quiet=1)
 
     options = RunOptions(split="test", batch_size=args.batch_size)
     plan = make_plan([ENV_ID], split="test", episodes=args.tasks, samples=args.samples, seed=0)
@@ -143,6 +153,12 @@ def main() -> None:
         "  paired (each card run against the baseline run just before it):"
         f" median {statistics.median(paired) * 100:.1f}%, lowest {paired[0] * 100:.1f}%"
     )
+    base_noise = statistics.median(baseline) / base_s - 1
+    card_noise = statistics.median(c["total"] for c in card) / card_s - 1
+    print(
+        f"  this sitting's noise: the median run is {base_noise * 100:.1f}% slower than the best without a card,"
+        f" {card_noise * 100:.1f}% with one (calm: a few percent)"
+    )
     print(f"  once at start (plan hash, card.json with the plan): {create_s / base_s * 100:.1f}%")
     print(f"  per episode while the run runs (serialize, append, fsync): {streaming * 100:.1f}%")
     print(f"  once at close (read-back, checksums, accounting, views): {close_s / base_s * 100:.1f}%")
@@ -163,6 +179,7 @@ def main() -> None:
                 "overhead": overhead,
                 "paired_overheads": paired,
                 "streaming_overhead": streaming,
+                "noise": {"baseline": base_noise, "card": card_noise},
                 "episodes_jsonl_bytes": card[-1]["bytes"],
             },
         )
