@@ -310,12 +310,9 @@ def chain_checkpoints(start: Mapping[str, Any], entries: list[Any], where: Path)
             if type(lines) is not int or type(before) is not int or lines < before:
                 raise CardCorruptError(f"{where} entry {number} is not a checkpoint (edited?)")
             crcs = UNKNOWN_CRC * (lines - before)
-        manifest = {
-            "sha256": entry["sha256"],
-            "bytes": entry["bytes"],
-            "lines": entry["lines"],
-            "line_crc32": manifest.get("line_crc32", "") + str(crcs),
-        }
+        manifest = file_manifest(
+            entry["sha256"], entry["bytes"], entry["lines"], manifest.get("line_crc32", "") + str(crcs)
+        )
     return manifest
 
 

@@ -87,12 +87,13 @@ class Tally:
                 self._by_class[head.drop.drop_class] += 1
                 counts["counted_as_failure"] += head.drop.counted_as == "failure"
             key = (head.env_id, head.task_id)
-            if key in self._entries or not self._planned[key]:  # one more than the plan has
+            planned = self._planned[key]
+            if key in self._entries or not planned:  # one more than the plan has
                 self._overfull.add(key)
                 continue
             by_task[key].append(head)
             episodes, drops = self._group(key)
-            if len(episodes) + len(drops) == self._planned[key]:
+            if len(episodes) + len(drops) == planned:
                 with contextlib.suppress(ValueError):  # a sample recorded twice: result raises it
                     self._entries[key] = task_entry(key, [*episodes, *drops], self.ks)
                     for heads_of in self._heads.values():
