@@ -349,7 +349,7 @@ class CardWriter:
                 if self._read_back is not None:  # it reads the last lines while they are synced
                     wrote = {"episode": self._episodes.wrote(), "drop": self._drops.wrote()}
                     self._read_back.ask(wrote, complete=status == "complete")
-                self._disk.submit(self._sync)
+                self._disk.begin(self._sync)
                 self._plan_entries()  # meanwhile: the card this returns holds them (so does a tally here)
                 self._disk.wait()
             finally:
