@@ -13,9 +13,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from frostgym.cards.store import CardCorruptError
-from frostgym.cards.views import TaskEntry, TaskKey, normalise_ks, task_entry, views_of
+from frostgym.cards.views import TaskEntry, TaskKey, TaskRecord, normalise_ks, task_entry, task_record, views_of
 from frostgym.core.episode import RecordHead, RecordKind
-from frostgym.core.grade import passes
 
 
 def check_ids(ids: Iterable[str], plan_ids: set[str]) -> None:
@@ -43,11 +42,11 @@ def excluded_count(config: Mapping[str, Any]) -> int | None:
 class Tally:
     """What close computes from a card's records, fed the heads of its records as they are
     read (all at once in the writer's process; batch by batch in the read-back process, so
-    little is left for ``result``). Each task's score values are computed once all its
-    planned samples were added, and its heads then let go (the read-back process keeps no
-    other reference to them, so its memory stays that of the tasks under way); a record
-    added to a task after that is one more than the plan has for it, which ``result``
-    refuses."""
+    little is left for ``result``). Each head is kept only as what its task's entry reads
+    (``task_record``), and each task's score values are computed once all its planned
+    samples were added, its records then let go (so the read-back process's memory stays
+    that of the tasks under way, under half of what their heads took); a record added to a
+    task after that is one more than the plan has for it, which ``result`` refuses."""
 
     def __init__(self, plan: Sequence[Mapping[str, Any]], ks: Sequence[int], excluded: int | None = None) -> None:
         """``plan``: the card's plan entries (``plan_id``, ``env_id``, ``task_id``); ``ks``
@@ -63,16 +62,13 @@ class Tally:
         self._counts = {"episode": 0, "drop": 0, "succeeded": 0, "counted_as_failure": 0}
         self._by_class: Counter[str] = Counter()
         self._graders: dict[str, set[str]] = {}
-        self._heads: dict[RecordKind, dict[TaskKey, list[RecordHead]]] = {
-            "episode": defaultdict(list),
-            "drop": defaultdict(list),
-        }
-        self._entries: dict[TaskKey, TaskEntry] = {}  # of the tasks whose heads were let go
+        self._records: dict[TaskKey, list[TaskRecord]] = defaultdict(list)  # of the tasks under way
+        self._entries: dict[TaskKey, TaskEntry] = {}  # of the tasks whose records were let go
         self._overfull: set[TaskKey] = set()  # tasks added to after that, or not planned
 
     def add(self, kind: RecordKind, heads: Iterable[RecordHead]) -> None:
         """Count the heads of ``kind`` records (in the order of their file)."""
-        by_task = self._heads[kind]
+        records = self._records
         counts = self._counts
         seen = self._seen
         for head in heads:
@@ -80,8 +76,9 @@ class Tally:
                 self._repeated.add(head.plan_id)
             seen.add(head.plan_id)
             counts[kind] += 1
+            record = task_record(head)
             if head.grade is not None:
-                counts["succeeded"] += passes(head.grade)
+                counts["succeeded"] += record.sample is not None and record.sample.passed
                 self._graders.setdefault(head.grade["grader"], set()).add(head.grade["grader_version"])
             if head.drop is not None:
                 self._by_class[head.drop.drop_class] += 1
@@ -91,16 +88,12 @@ class Tally:
             if key in self._entries or not planned:  # one more than the plan has
                 self._overfull.add(key)
                 continue
-            by_task[key].append(head)
-            episodes, drops = self._group(key)
-            if len(episodes) + len(drops) == planned:
+            group = records[key]
+            group.append(record)
+            if len(group) == planned:
                 with contextlib.suppress(ValueError):  # a sample recorded twice: result raises it
-                    self._entries[key] = task_entry(key, [*episodes, *drops], self.ks)
-                    for heads_of in self._heads.values():
-                        heads_of.pop(key, None)
-
-    def _group(self, key: TaskKey) -> tuple[list[RecordHead], list[RecordHead]]:
-        return self._heads["episode"].get(key, []), self._heads["drop"].get(key, [])
+                    self._entries[key] = task_entry(key, group, self.ks)
+                    del records[key]
 
     def result(self, *, complete: bool) -> dict[str, Any]:
         """``graders`` (the versions of the graders that scored the completed episodes),
@@ -150,7 +143,6 @@ class Tally:
 
     def _task_entries(self) -> dict[TaskKey, TaskEntry]:
         entries = dict(self._entries)
-        for key in self._heads["episode"].keys() | self._heads["drop"].keys():
-            episodes, drops = self._group(key)
-            entries[key] = task_entry(key, [*episodes, *drops], self.ks)
+        for key, group in self._records.items():
+            entries[key] = task_entry(key, group, self.ks)
         return entries
