@@ -79,11 +79,13 @@ CHECKPOINT_KEY = "checkpoint"
 #: resume runs again). Each hand-over costs the run's thread a few GIL hand-offs to that
 #: thread (it holds the GIL only between its calls that let go of it: writing, hashing), and
 #: the lines wait in a buffer that is reused (``JsonlAppender``) and whose every new page
-#: costs the run a page fault: 1 MiB hand-overs cost the oracle's 10,000 episodes about 25
-#: hand-overs, where 8 MiB ones cost some 9,000 page faults. Near the plan's end lines are
-#: handed over at every commit (``CardWriter._in_last_stretch``), so that close finds few
-#: left for the read-back process.
-FLUSH_BYTES = 1 << 20
+#: costs the run a page fault. For the oracle's 10,000 math episodes (25 MB), 2 MiB
+#: hand-overs cost the run's thread 61-72 waits for the GIL and 4.3-4.7 ms off its core,
+#: against 95-119 and 5.9-9.1 ms for 1 MiB ones, for some 1,900 page faults (8 MiB ones
+#: cost 9,000); the card cost 0.2-2.4 points less all in, in five alternating sittings of
+#: 12-15 runs a side. Near the plan's end lines are handed over at every commit
+#: (``CardWriter._in_last_stretch``), so that close finds few left for the read-back process.
+FLUSH_BYTES = 2 << 20
 #: The episode file's buffers: a hand-over and a batch or two more.
 BUFFER_BYTES = FLUSH_BYTES + (FLUSH_BYTES >> 2)
 FLUSH_SECONDS = 0.25
