@@ -326,6 +326,37 @@ def test_a_full_disk_is_named_and_the_card_resumes(tmp_path: Path) -> None:
     assert "No space left on device" in result.stderr  # the error line goes to stderr
 
 
+def test_a_card_that_cannot_be_put_in_place_is_named_and_leaves_nothing(tmp_path: Path) -> None:
+    """``create`` returns before its card is on disk: the writer's disk thread writes
+    ``card.json`` and renames the card into place (``CardWriter._publish``). On a real full
+    disk (a 64 KiB tmpfs, too small for the 2,000-entry plan) that fails there: the run
+    stops with the error in one line, and neither a card nor its staging directory is left."""
+    if shutil.which("unshare") is None or os.geteuid() != 0:
+        pytest.skip("needs root and util-linux unshare to mount a small tmpfs")
+    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
+    if probe.returncode != 0:
+        pytest.skip(f"cannot make a mount namespace here: {probe.stderr.decode().strip()}")
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    args = ["eval", "--env", MATH, "--agent", "oracle", "--episodes", "200", "--samples", "10", "--seed", "0"]
+    script = (
+        f"mount -t tmpfs -o size=64k tmpfs {mount} && "
+        f'{sys.executable} -c "from frostgym.cli import main; main()" {" ".join(args)} --out {mount}/card; '
+        f"echo rc=$?; ls -A {mount}; echo listed"
+    )
+    result = subprocess.run(
+        ["unshare", "-m", "sh", "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+    output = _no_traceback(result)
+    assert "No space left on device" in result.stderr, output
+    assert result.stdout.rstrip().endswith("rc=2\nlisted"), output  # nothing in the mount
+
+
 # -- 11. a huge reply is stored as a bounded prefix ------------------------------------------------
 
 

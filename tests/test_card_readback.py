@@ -242,9 +242,9 @@ def test_the_plans_last_lines_are_handed_over_before_close(tmp_path: Path) -> No
     began = time.monotonic()
     run_plan(plan, OracleAgent(), writer, OPTIONS)
     assert time.monotonic() - began < FLUSH_SECONDS  # else the timer alone would have handed them over
-    episodes = tmp_path / "card" / EPISODES_FILE
+    episodes = tmp_path / "card" / EPISODES_FILE  # there once the disk thread put the card in place
     deadline = time.monotonic() + 10
-    while episodes.read_bytes().count(b"\n") < len(plan) and time.monotonic() < deadline:
+    while (not episodes.exists() or episodes.read_bytes().count(b"\n") < len(plan)) and time.monotonic() < deadline:
         time.sleep(0.01)
     assert episodes.read_bytes().count(b"\n") == len(plan)
     writer.close("complete")

@@ -21,8 +21,9 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
+from functools import partial
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 import orjson
 
@@ -41,11 +42,12 @@ from frostgym.cards.store import (
     fill_unknown_crcs,
     fsync_directory,
     gc_paused,
+    json_parts,
     manifest_problem,
     parse_jsonl,
     read_json,
     read_jsonl,
-    write_json_atomic,
+    write_atomic,
 )
 from frostgym.cards.tally import Tally, check_ids, excluded_count
 from frostgym.core.episode import Drop, DropRecord, EpisodeRecord, Record, RecordHead, drop_record, head_from_line
@@ -128,11 +130,14 @@ class CardWriter:
         read_back: bool | None = None,
         plan_json: bytes | None = None,
         plan: Sequence[PlannedEpisode] | None = None,
+        staging: tuple[Path, list[memoryview]] | None = None,
     ) -> None:
         """``verified``: the two files as a resume read and checked them (new card: none);
         ``read_back``: as ``create`` takes it; ``plan_json``: the plan entries as
         ``card.json`` holds them (``plan_entries_json``), when the caller has them; ``plan``:
-        the plan, when ``card`` holds its entries only as ``plan_json`` (see ``create``)."""
+        the plan, when ``card`` holds its entries only as ``plan_json`` (see ``create``);
+        ``staging``: for a new card, the directory it is built in and its ``card.json``
+        (``card_json_parts``), which the disk thread puts in place first (``_publish``)."""
         self.directory = directory
         self.card = card
         self._plan_json = plan_entries_json(card) if plan_json is None else plan_json
@@ -150,23 +155,58 @@ class CardWriter:
         self.read_back_refused: str | None = None
         self._planned = len(card["plan"]["episodes"] if plan is None else plan)
         self._written = 0  # outcomes added this session (``sessions[-1].written`` at close)
-        if self._planned >= READBACK_MIN_EPISODES if read_back is None else read_back:
-            with contextlib.suppress(OSError):  # then close reads the files here, as for a small card
-                self._read_back = ReadBack.start(
-                    directory / CARD_FILE, directory / EPISODES_FILE, directory / DROPS_FILE
-                )
-        # With a read-back process, the CRC of each line is its to take (``crc_sidecar``).
-        line_crcs = self._read_back is None
+        wants_read_back = self._planned >= READBACK_MIN_EPISODES if read_back is None else read_back
+        if wants_read_back and staging is None:
+            self._start_read_back()
+        # With a read-back process, the CRC of each line is its to take (``crc_sidecar``); a
+        # new card's is started once the card is in place (``_publish``).
+        line_crcs = self._read_back is None if staging is None else not wants_read_back
+        where = directory if staging is None else staging[0]
+        self._staging = None if staging is None else staging[0]
+        self._published = staging is None  # whether the card is in place at ``directory``
         self._disk = DiskThread()
         self._episodes = JsonlAppender(
-            directory / EPISODES_FILE,
+            where / EPISODES_FILE,
             verified.get(EPISODES_FILE),
             self._disk,
             line_crcs=line_crcs,
             buffer_bytes=BUFFER_BYTES,
         )
-        self._drops = JsonlAppender(directory / DROPS_FILE, verified.get(DROPS_FILE), self._disk, line_crcs=line_crcs)
-        self._journal = JsonlAppender(directory / JOURNAL_FILE)  # written by jobs on the disk thread
+        self._drops = JsonlAppender(where / DROPS_FILE, verified.get(DROPS_FILE), self._disk, line_crcs=line_crcs)
+        self._journal = JsonlAppender(where / JOURNAL_FILE)  # written by jobs on the disk thread
+        if staging is not None:
+            self._disk.submit(partial(self._publish, staging[0], staging[1], wants_read_back))
+
+    def _start_read_back(self) -> bool:
+        """Start the read-back process on the card in place; False when it cannot be started
+        (then close reads the files in this process, as for a small card)."""
+        with contextlib.suppress(OSError):
+            self._read_back = ReadBack.start(
+                self.directory / CARD_FILE, self.directory / EPISODES_FILE, self.directory / DROPS_FILE
+            )
+        return self._read_back is not None
+
+    def _publish(self, staging: Path, card_json: list[memoryview], read_back: bool) -> None:
+        """A new card's first job on the disk thread: its ``card.json`` written and synced in
+        ``staging``, which is then renamed into place, and the read-back process started on
+        it. Every line is written by a later job on the same thread, so none reaches a file
+        before the card is in place, and a crash leaves either no card or a whole one.
+
+        Why on this thread and not in ``create``: writing and syncing the 3 MB ``card.json``
+        of a 10,000-episode plan, the renames and starting the process are 3-4 ms that the run
+        need not wait for (a third of create). A failure here (another process created the
+        directory meanwhile, a full disk) is raised by the next ``commit``, and ``close``
+        then removes ``staging``."""
+        write_atomic(staging / CARD_FILE, card_json)
+        try:
+            os.rename(staging, self.directory)  # replaces an empty directory in one step
+        except OSError as error:
+            raise FileExistsError(f"{self.directory} is not empty: another run created it ({error.strerror})") from None
+        self._published = True
+        fsync_directory(self.directory.parent)
+        if read_back and not self._start_read_back():
+            self._episodes.keep_line_crcs()  # no line was written yet: the journal has them all
+            self._drops.keep_line_crcs()
 
     # -- opening --------------------------------------------------------------------------
     @classmethod
@@ -188,7 +228,10 @@ class CardWriter:
         whether a process of its own reads the files back while the run writes them, so
         close has little left to read (``frostgym.cards.readback``; None: when the plan has
         at least ``READBACK_MIN_EPISODES`` episodes). Raises ``FileExistsError`` when
-        ``directory`` is not empty, and ``RuntimeError`` when another process holds it."""
+        ``directory`` is not empty (or, when another process creates a card there
+        meanwhile, the first ``commit`` does), and ``TypeError`` for a value in ``config``
+        or ``provenance`` that no JSON holds. The card is put in place by the writer's
+        disk thread, before any of its lines (``_publish``)."""
         if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
             raise FileExistsError(f"{directory} is not empty: pass --resume to finish the card there, or a new --out")
         plan_json, digest = plan_json_and_sha256(plan)  # a PlannedEpisode encodes as its ``to_dict``
@@ -204,6 +247,7 @@ class CardWriter:
             "sessions": [{"started_at": _now(), "ended_at": None, "resumed": False, "written": 0}],
             CHECKPOINT_KEY: {name: parse_jsonl(Path(name), b"").manifest() for name in RECORD_FILES},
         }
+        card_json = card_json_parts(card, plan_json)  # a value no JSON holds is refused here, before any file
         directory.parent.mkdir(parents=True, exist_ok=True)
         _remove_abandoned_builds(directory)
         staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}{_STAGING}", dir=directory.parent))
@@ -211,17 +255,22 @@ class CardWriter:
         try:
             for name in RECORD_FILES:
                 (staging / name).touch()
-            write_card_json(staging / CARD_FILE, card, plan_json)
-            try:
-                os.rename(staging, directory)  # replaces an empty directory in one step
-            except OSError as error:
-                raise FileExistsError(f"{directory} is not empty: another run created it ({error.strerror})") from None
-            fsync_directory(directory.parent)
+            writer = cls(
+                directory,
+                card,
+                set(),
+                fsync_seconds,
+                lock,
+                read_back=read_back,
+                plan_json=plan_json,
+                plan=plan,
+                staging=(staging, card_json),
+            )
         except BaseException:
             os.close(lock)
             shutil.rmtree(staging, ignore_errors=True)
             raise
-        return cls(directory, card, set(), fsync_seconds, lock, read_back=read_back, plan_json=plan_json, plan=plan)
+        return writer
 
     @classmethod
     def resume(
@@ -342,6 +391,7 @@ class CardWriter:
         (the card stays resumable), and ``CardCorruptError`` as ``summarize_card`` does."""
         if self._closed:
             return self.card
+        self.wait_until_in_place()
         self._closed = True
         try:
             try:
@@ -380,6 +430,29 @@ class CardWriter:
             self._stop_read_back()  # last: a process that answered has ended by now, and is reaped at once
         os.close(self._lock)
         return self.card
+
+    def wait_until_in_place(self) -> None:
+        """Return once the card is in place at ``directory``: ``create`` returns before (its
+        disk thread puts the card there, before any of its lines: ``_publish``). Raises what
+        putting it there raised (``FileExistsError``: another process created a card there
+        meanwhile; ``OSError``), the writer then closed and nothing of the card left."""
+        if not self._published:
+            self._disk.settle()  # ``_publish`` is the first job
+            if not self._published:
+                self._closed = True
+                self._abandon()
+
+    def _abandon(self) -> NoReturn:
+        """Close a card that was never put in place (``_publish`` failed): its thread
+        stopped, its files closed, its staging directory removed, and the failure raised."""
+        failure = self._disk.failure
+        self._disk.close()
+        for appender in (self._episodes, self._drops, self._journal):
+            appender.close()
+        os.close(self._lock)
+        assert self._staging is not None and failure is not None  # only a failed ``_publish`` leaves a card unplaced
+        shutil.rmtree(self._staging, ignore_errors=True)
+        raise failure
 
     def _stop_read_back(self) -> None:
         if self._read_back is not None:
@@ -422,19 +495,25 @@ def plan_entries_json(card: Mapping[str, Any]) -> bytes:
 
 
 def write_card_json(path: Path, card: Mapping[str, Any], plan_json: bytes | None = None) -> None:
-    """Write ``card.json`` atomically, its plan entries as one compact line.
+    """Write ``card.json`` atomically (``card_json_parts``)."""
+    write_atomic(path, card_json_parts(card, plan_json))
+
+
+def card_json_parts(card: Mapping[str, Any], plan_json: bytes | None = None) -> list[memoryview]:
+    """``card.json``'s content, its plan entries as one compact line, in the parts
+    ``store.write_atomic`` writes. Raises what orjson raises for a value no JSON can hold.
 
     Why: a 10,000-episode plan is most of ``card.json``, written at create and again at
     close. Pretty-printed it is 4 MB and costs as much as the rest of close; compact it is
     3 MB, and ``plan_json`` (``plan_entries_json`` of the same card, kept by the writer
     from create to close) spares encoding it again, and is written from where it lies
-    rather than copied into the rest (``write_json_atomic``'s ``spliced``). The JSON value
+    rather than copied into the rest (``json_parts``'s ``spliced``). The JSON value
     is the same either way. ``plan_json`` is required while the card holds its entries only
     as that JSON (``CardWriter.create`` leaves them so)."""
     if plan_json is None:
         assert not isinstance(card["plan"]["episodes"], orjson.Fragment), "the plan's JSON is the caller's to pass"
         plan_json = plan_entries_json(card)
-    write_json_atomic(path, {**card, "plan": {**card["plan"], "episodes": SPLICE}}, spliced=plan_json)
+    return json_parts({**card, "plan": {**card["plan"], "episodes": SPLICE}}, spliced=plan_json)
 
 
 def _lock(directory: Path) -> int:

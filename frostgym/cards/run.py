@@ -101,9 +101,10 @@ def run_to_card(
     ``resume`` the card there is finished instead: its identity and plan must match
     (``CardMismatchError``), and its files what it recorded (``CardCorruptError``). ``skip``
     maps plan ids to a reason recorded as a ``skipped`` drop; ``extra`` is added to the
-    card's provenance; ``on_plan(total, already_done)`` is called once before the first
-    episode and ``on_outcome`` after each; ``envs`` is where the envs live (this process by
-    default; ``RayEnvs`` for a Ray cluster): the card does not depend on it.
+    card's provenance; ``on_plan(total, already_done)`` is called once the card is on disk,
+    before the first episode, and ``on_outcome`` after each; ``envs`` is where the envs
+    live (this process by default; ``RayEnvs`` for a Ray cluster): the card does not
+    depend on it.
 
     Whatever stops the run (Ctrl-C, a full disk, a dead backend) is raised after the card
     was closed as ``interrupted``, resumable with the same call and ``resume=True``; when
@@ -137,6 +138,7 @@ def run_to_card(
         writer = CardWriter.create(out, config=config, plan=plan, provenance=provenance)
     remaining = [p for p in plan if p.plan_id not in writer.done]
     if on_plan is not None:
+        writer.wait_until_in_place()  # what it is told of is on disk
         on_plan(len(plan), len(plan) - len(remaining))
     try:
         run_plan(remaining, agent, writer, options, skip=skip, on_outcome=on_outcome, envs=envs)

@@ -22,7 +22,7 @@ import os
 import threading
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -157,9 +157,19 @@ class DiskThread:
     def wait(self) -> None:
         """Return once every job submitted so far has run (or been skipped after a failure);
         raises what ``check`` raises."""
+        self.settle()
+        self.check()
+
+    def settle(self) -> None:
+        """Return once every job submitted so far has run (or been skipped after a failure),
+        raising nothing: ``check`` still raises a failure not raised yet."""
         while self._jobs:
             self._jobs.popleft().result()
-        self.check()
+
+    @property
+    def failure(self) -> BaseException | None:
+        """The error of the first job that failed (None: none did), raised by now or not."""
+        return self._failure
 
     def close(self) -> None:
         """Wait for the jobs and end the thread; an error not raised yet is not raised."""
@@ -285,6 +295,12 @@ class JsonlAppender:
         if self.unsynced:
             os.fsync(self._fd)
             self.unsynced = False
+
+    def keep_line_crcs(self) -> None:
+        """Take the CRC-32 of each line from the next write on (a card whose read-back
+        process, which was to take them, could not start). Call it from a job on the disk
+        thread, or before any line is appended."""
+        self._line_crcs = True
 
     def checkpoint(self) -> dict[str, Any]:
         """The file's manifest as written so far, with the CRCs of only the lines appended
@@ -541,11 +557,24 @@ def write_json_atomic(path: Path, obj: Any, *, spliced: bytes | None = None) -> 
     ``spliced``: one JSON value that goes where ``obj`` holds ``SPLICE``, written from the
     caller's bytes rather than copied into the encoding of the rest (a card's plan, 3 MB
     on a 10,000-episode run, is written twice)."""
+    write_atomic(path, json_parts(obj, spliced=spliced))
+
+
+def json_parts(obj: Any, *, spliced: bytes | None = None) -> list[memoryview]:
+    """``obj`` as pretty JSON, in the parts ``write_atomic`` writes one after the other
+    (``spliced`` as ``write_json_atomic`` takes it). Raises what orjson raises for a value
+    no JSON can hold, before anything is written."""
     data = orjson.dumps(obj, default=_fallback, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
     parts = [memoryview(data)]
     if spliced is not None:
         at = data.index(_SPLICE_BYTE)
         parts = [parts[0][:at], memoryview(spliced), parts[0][at + 1 :]]
+    return parts
+
+
+def write_atomic(path: Path, parts: Sequence[memoryview]) -> None:
+    """Replace ``path`` with ``parts``, synced, so that readers see the old file or the new
+    one, never a mix (and after a power cut, the new one only once this returned)."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
@@ -556,7 +585,7 @@ def write_json_atomic(path: Path, obj: Any, *, spliced: bytes | None = None) -> 
         finally:
             os.close(fd)
         tmp.replace(path)
-    except BaseException:  # a full disk, an unencodable value: leave the old file and no debris
+    except BaseException:  # a full disk: leave the old file and no debris
         tmp.unlink(missing_ok=True)
         raise
     fsync_directory(path.parent)
