@@ -142,7 +142,7 @@ def main() -> None:
     rows = [
         ["run without a card", f"{base_s:.2f}", f"{base_s / episodes * 1e6:.0f}", "1.000"],
         ["run writing a card", f"{card_s:.2f}", f"{card_s / episodes * 1e6:.0f}", f"{card_s / base_s:.3f}"],
-        ["  of which create (plan, card.json)", f"{create_s:.2f}", f"{create_s / episodes * 1e6:.0f}", ""],
+        ["  of which create (the plan's JSON)", f"{create_s:.2f}", f"{create_s / episodes * 1e6:.0f}", ""],
         ["  of which close (read-back, views)", f"{close_s:.2f}", f"{close_s / episodes * 1e6:.0f}", ""],
     ]
     print(f"{episodes} episodes of {ENV_ID} (oracle), best of {args.repeats} interleaved runs each")
@@ -159,7 +159,7 @@ def main() -> None:
         f"  this sitting's noise: the median run is {base_noise * 100:.1f}% slower than the best without a card,"
         f" {card_noise * 100:.1f}% with one (calm: a few percent)"
     )
-    print(f"  once at start (plan hash, card.json with the plan): {create_s / base_s * 100:.1f}%")
+    print(f"  once at start (the plan's JSON and hash; card.json is the disk thread's): {create_s / base_s * 100:.1f}%")
     print(f"  per episode while the run runs (serialize, append, fsync): {streaming * 100:.1f}%")
     print(f"  once at close (read-back, checksums, accounting, views): {close_s / base_s * 100:.1f}%")
     print(f"episodes.jsonl: {card[-1]['bytes'] / 1e6:.1f} MB, {card[-1]['bytes'] / episodes:.0f} bytes per episode")

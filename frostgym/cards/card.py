@@ -229,9 +229,10 @@ class CardWriter:
         close has little left to read (``frostgym.cards.readback``; None: when the plan has
         at least ``READBACK_MIN_EPISODES`` episodes). Raises ``FileExistsError`` when
         ``directory`` is not empty (or, when another process creates a card there
-        meanwhile, the first ``commit`` does), and ``TypeError`` for a value in ``config``
-        or ``provenance`` that no JSON holds. The card is put in place by the writer's
-        disk thread, before any of its lines (``_publish``)."""
+        meanwhile, the first ``commit`` does), ``TypeError`` for a value in ``config`` or
+        ``provenance`` that no JSON holds, and ``RuntimeError`` when another process holds
+        it. The card is put in place by the writer's disk thread, before any of its lines
+        (``_publish``): ``wait_until_in_place`` waits for that."""
         if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
             raise FileExistsError(f"{directory} is not empty: pass --resume to finish the card there, or a new --out")
         plan_json, digest = plan_json_and_sha256(plan)  # a PlannedEpisode encodes as its ``to_dict``
