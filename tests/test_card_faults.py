@@ -292,9 +292,9 @@ def test_summary_of_a_killed_card_prints_its_figures(tmp_path: Path) -> None:
     assert "its run was killed" in output and "--resume" in output and "pending" in output
 
 
-def test_a_full_disk_is_named_and_the_card_resumes(tmp_path: Path) -> None:
-    """A real full disk: a 512 KiB tmpfs in a private mount namespace, grown once the run
-    has failed; the same command plus --resume then finishes the card."""
+def _mount_point_or_skip(tmp_path: Path) -> Path:
+    """An empty directory to mount a small tmpfs on (a real full disk), in a private mount
+    namespace (``_in_mount_namespace``); skips where that cannot be done."""
     if shutil.which("unshare") is None or os.geteuid() != 0:
         pytest.skip("needs root and util-linux unshare to mount a small tmpfs")
     probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
@@ -302,6 +302,25 @@ def test_a_full_disk_is_named_and_the_card_resumes(tmp_path: Path) -> None:
         pytest.skip(f"cannot make a mount namespace here: {probe.stderr.decode().strip()}")
     mount = tmp_path / "disk"
     mount.mkdir()
+    return mount
+
+
+def _in_mount_namespace(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """``sh -c script args`` in a private mount namespace, from the repository root."""
+    return subprocess.run(
+        ["unshare", "-m", "sh", "-c", script, *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=240,
+        env={**os.environ, "COLUMNS": "200"},
+    )
+
+
+def test_a_full_disk_is_named_and_the_card_resumes(tmp_path: Path) -> None:
+    """A real full disk: a 512 KiB tmpfs in a private mount namespace, grown once the run
+    has failed; the same command plus --resume then finishes the card."""
+    mount = _mount_point_or_skip(tmp_path)
     frostgym = [sys.executable, "-c", "from frostgym.cli import main; main()"]
     args = ["eval", "--env", MATH, "--agent", "oracle", "--episodes", "100", "--samples", "4", "--seed", "0"]
     script = (
@@ -311,14 +330,7 @@ def test_a_full_disk_is_named_and_the_card_resumes(tmp_path: Path) -> None:
         f'{" ".join(frostgym[:2])} "$0" {" ".join(args)} --out {mount}/card --resume; '
         f"echo rc=$?"
     )
-    result = subprocess.run(
-        ["unshare", "-m", "sh", "-c", script, frostgym[2]],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    result = _in_mount_namespace(script, frostgym[2])
     output = _no_traceback(result)
     assert "No space left on device" in output, output
     assert "interrupted write" not in output and "cut short" not in output
@@ -331,27 +343,14 @@ def test_a_card_that_cannot_be_put_in_place_is_named_and_leaves_nothing(tmp_path
     ``card.json`` and renames the card into place (``CardWriter._publish``). On a real full
     disk (a 64 KiB tmpfs, too small for the 2,000-entry plan) that fails there: the run
     stops with the error in one line, and neither a card nor its staging directory is left."""
-    if shutil.which("unshare") is None or os.geteuid() != 0:
-        pytest.skip("needs root and util-linux unshare to mount a small tmpfs")
-    probe = subprocess.run(["unshare", "-m", "true"], capture_output=True)
-    if probe.returncode != 0:
-        pytest.skip(f"cannot make a mount namespace here: {probe.stderr.decode().strip()}")
-    mount = tmp_path / "disk"
-    mount.mkdir()
+    mount = _mount_point_or_skip(tmp_path)
     args = ["eval", "--env", MATH, "--agent", "oracle", "--episodes", "200", "--samples", "10", "--seed", "0"]
     script = (
         f"mount -t tmpfs -o size=64k tmpfs {mount} && "
         f'{sys.executable} -c "from frostgym.cli import main; main()" {" ".join(args)} --out {mount}/card; '
         f"echo rc=$?; ls -A {mount}; echo listed"
     )
-    result = subprocess.run(
-        ["unshare", "-m", "sh", "-c", script],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=240,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    result = _in_mount_namespace(script)
     output = _no_traceback(result)
     assert "No space left on device" in result.stderr, output
     assert result.stdout.rstrip().endswith("rc=2\nlisted"), output  # nothing in the mount
