@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from frostgym.cards.store import CardCorruptError
-from frostgym.cards.views import TaskEntry, TaskKey, TaskRecord, normalise_ks, task_entry, task_record, views_of
+from frostgym.cards.views import TaskKey, TaskRecord, ViewsBuilder, normalise_ks, task_entry, task_record
 from frostgym.core.episode import RecordHead, RecordKind
 
 
@@ -43,10 +43,11 @@ class Tally:
     """What close computes from a card's records, fed the heads of its records as they are
     read (all at once in the writer's process; batch by batch in the read-back process, so
     little is left for ``result``). Each head is kept only as what its task's entry reads
-    (``task_record``), and each task's score values are computed once all its planned
-    samples were added, its records then let go (so the read-back process's memory stays
-    that of the tasks under way, under half of what their heads took); a record added to a
-    task after that is one more than the plan has for it, which ``result`` refuses."""
+    (``task_record``), and each task's score values are computed and added to the views
+    (``ViewsBuilder``) once all its planned samples were added, its records then let go (so
+    the read-back process's memory stays that of the tasks under way, under half of what
+    their heads took, and ``result`` only sums); a record added to a task after that is one
+    more than the plan has for it, which ``result`` refuses."""
 
     def __init__(self, plan: Sequence[Mapping[str, Any]], ks: Sequence[int], excluded: int | None = None) -> None:
         """``plan``: the card's plan entries (``plan_id``, ``env_id``, ``task_id``); ``ks``
@@ -63,7 +64,8 @@ class Tally:
         self._by_class: Counter[str] = Counter()
         self._graders: dict[str, set[str]] = {}
         self._records: dict[TaskKey, list[TaskRecord]] = defaultdict(list)  # of the tasks under way
-        self._entries: dict[TaskKey, TaskEntry] = {}  # of the tasks whose records were let go
+        self._views = ViewsBuilder(self.ks)  # holds the values of the tasks whose records were let go
+        self._counted: set[TaskKey] = set()  # those tasks
         self._overfull: set[TaskKey] = set()  # tasks added to after that, or not planned
 
     def add(self, kind: RecordKind, heads: Iterable[RecordHead]) -> None:
@@ -85,14 +87,15 @@ class Tally:
                 counts["counted_as_failure"] += head.drop.counted_as == "failure"
             key = (head.env_id, head.task_id)
             planned = self._planned[key]
-            if key in self._entries or not planned:  # one more than the plan has
+            if key in self._counted or not planned:  # one more than the plan has
                 self._overfull.add(key)
                 continue
             group = records[key]
             group.append(record)
             if len(group) == planned:
                 with contextlib.suppress(ValueError):  # a sample recorded twice: result raises it
-                    self._entries[key] = task_entry(key, group, self.ks)
+                    self._views.add(key, task_entry(key, group, self.ks))
+                    self._counted.add(key)
                     del records[key]
 
     def result(self, *, complete: bool) -> dict[str, Any]:
@@ -138,11 +141,15 @@ class Tally:
         return {
             "graders": {name: sorted(versions) for name, versions in sorted(self._graders.items())},
             "accounting": accounting,
-            "views": views_of(self._task_entries(), self.ks),
+            "views": self._views_with_tasks_under_way(),
         }
 
-    def _task_entries(self) -> dict[TaskKey, TaskEntry]:
-        entries = dict(self._entries)
-        for key, group in self._records.items():
-            entries[key] = task_entry(key, group, self.ks)
-        return entries
+    def _views_with_tasks_under_way(self) -> dict[str, Any]:
+        """The views, once the tasks still under way (an interrupted card's) are counted
+        too: each then counts as let go, so a second ``result`` gives the same views."""
+        under_way = {key: task_entry(key, group, self.ks) for key, group in self._records.items()}
+        for key, entry in under_way.items():
+            self._views.add(key, entry)
+        self._counted.update(under_way)
+        self._records.clear()
+        return self._views.views()

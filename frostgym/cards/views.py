@@ -12,7 +12,6 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any, Final, Literal
 
 from frostgym.cards import twin_gap
@@ -283,56 +282,125 @@ def task_values(samples: Sequence[Sample], ks: Sequence[int]) -> TaskValues:
     )
 
 
-def _component_means(tasks: Iterable[TaskValues]) -> dict[str, float]:
-    values: dict[str, list[float]] = defaultdict(list)
-    for task in tasks:
-        for name, values_of_task in task.components.items():
-            values[name] += values_of_task
-    return {name: math.fsum(values[name]) / len(values[name]) for name in sorted(values)}
-
-
-def _metrics(tasks: Sequence[TaskValues], ks: Sequence[int]) -> dict[str, Any]:
-    sizes = [t.task.n for t in tasks]
-    episodes = sum(sizes)
-    return {
-        "episodes": episodes,
-        "tasks": len(tasks),
-        "per_task_n": {"min": min(sizes), "max": max(sizes)} if sizes else None,
-        "mean_reward": math.fsum(chain.from_iterable(t.rewards for t in tasks)) / episodes if episodes else None,
-        "component_means": _component_means(tasks),
-        **{
-            metric: {str(k): _aggregate([t.per_k[metric][k] for t in tasks]) for k in ks}
-            for metric in ("pass@k", "pass^k", "maj@k")
-        },
-        "best_of_n": {
-            "value": _mean([t.task.best_reward for t in tasks]),
-            "tasks_counted": len(tasks),
-            "pass_any": _mean([float(t.task.c > 0) for t in tasks]),
-        },
-    }
-
-
 TaskKey = tuple[str, str]
+MetricName = Literal["pass@k", "pass^k", "maj@k"]
+METRICS: Final[tuple[MetricName, ...]] = ("pass@k", "pass^k", "maj@k")
 
 
-def _both_rules(
-    tables: Mapping[Rule, Mapping[TaskKey, TaskValues]],
-    members: set[TaskKey] | None,
-    ks: Sequence[int],
-    done: dict[tuple[int, ...], dict[str, Any]],
-) -> dict[str, Any]:
-    """Both rules' metrics over the tasks in ``members`` (None: all). ``done`` holds the
-    metrics already computed, by the identities of the values they were computed from: the
-    rules share a task's values when it has no failure drop, and a slice often holds every
-    task, so most groups are computed once and copied."""
-    views: dict[str, Any] = {}
-    for rule in RULE_NAMES:
-        values = [v for key, v in tables[rule].items() if members is None or key in members]
-        identity = tuple(map(id, values))
-        if identity not in done:
-            done[identity] = _metrics(values, ks)
-        views[rule] = _copy_tree(done[identity])
-    return views
+class _Group:
+    """One rule's metrics over a group of tasks (a run, or one slice of it), accumulated a
+    task at a time: the values each metric averages, kept until ``metrics``.
+
+    Why kept and not summed as they come: every mean is a ``math.fsum``, exact whatever
+    the order, so the views come out the same in the order a run's tasks complete (a card's
+    read-back process adds each task once it has all its samples) as in sorted order, and
+    the work left for the end is a few sums per group, not a pass over every task."""
+
+    __slots__ = ("best", "components", "episodes", "n_max", "n_min", "pass_any", "per_k", "rewards", "tasks", "values")
+
+    def __init__(self, ks: Sequence[int]) -> None:
+        self.tasks = 0
+        self.episodes = 0
+        self.n_min = self.n_max = 0
+        self.rewards: list[float] = []
+        self.components: dict[str, list[float]] = defaultdict(list)
+        self.per_k: dict[MetricName, dict[int, list[float | None]]] = {m: {k: [] for k in ks} for m in METRICS}
+        self.best: list[float] = []
+        self.pass_any: list[float] = []
+        self.values: list[TaskValues] = []  # what was added: groups of the same values give the same metrics
+
+    def add(self, values: TaskValues) -> None:
+        self.values.append(values)
+        task = values.task
+        self.n_min = task.n if not self.tasks else min(self.n_min, task.n)
+        self.n_max = max(self.n_max, task.n)
+        self.tasks += 1
+        self.episodes += task.n
+        self.rewards += values.rewards
+        for name, component in values.components.items():
+            self.components[name] += component
+        for metric, by_k in self.per_k.items():
+            of_task = values.per_k[metric]
+            for k, collected in by_k.items():
+                collected.append(of_task[k])
+        self.best.append(task.best_reward)
+        self.pass_any.append(float(task.c > 0))
+
+    def metrics(self) -> dict[str, Any]:
+        components, per_k = self.components, self.per_k
+        return {
+            "episodes": self.episodes,
+            "tasks": self.tasks,
+            "per_task_n": {"min": self.n_min, "max": self.n_max} if self.tasks else None,
+            "mean_reward": math.fsum(self.rewards) / self.episodes if self.episodes else None,
+            "component_means": {
+                name: math.fsum(components[name]) / len(components[name]) for name in sorted(components)
+            },
+            **{metric: {str(k): _aggregate(values) for k, values in per_k[metric].items()} for metric in METRICS},
+            "best_of_n": {"value": _mean(self.best), "tasks_counted": self.tasks, "pass_any": _mean(self.pass_any)},
+        }
+
+
+class ViewsBuilder:
+    """The views of a run (as ``compute_views`` returns them) built task by task: ``add``
+    each task's entry (``task_entry``) once it has all its records, in any order, then
+    ``views``. Each task's values go to both rules' groups of the run and of every slice the
+    task is in; ``views`` then only sums (``_Group``)."""
+
+    def __init__(self, ks: Sequence[int]) -> None:
+        """``ks``: sorted positive ints (``normalise_ks``)."""
+        self.ks = list(ks)
+        self._groups: dict[tuple[str, str, Rule], _Group] = {}
+        self._names: dict[str, set[str]] = {view: set() for view in SLICES}
+        self._pass_at_1: dict[Rule, dict[TaskKey, float]] = {rule: {} for rule in RULE_NAMES}  # for twin gaps
+
+    def _group(self, view: str, name: str, rule: Rule) -> _Group:
+        group = self._groups.get((view, name, rule))
+        if group is None:
+            group = self._groups[(view, name, rule)] = _Group(self.ks)
+        return group
+
+    def add(self, key: TaskKey, entry: TaskEntry) -> None:
+        """Count the task ``key`` (once: a task added twice is counted twice)."""
+        for view, names in entry.slices.items():
+            self._names[view].update(names)
+        for rule, values in entry.values.items():
+            self._group("overall", "", rule).add(values)
+            for view, names in entry.slices.items():
+                for name in names:
+                    self._group(view, name, rule).add(values)
+            self._pass_at_1[rule][key] = values.task.c / values.task.n
+
+    def _both_rules(self, view: str, name: str, done: dict[tuple[int, ...], dict[str, Any]]) -> dict[str, Any]:
+        """Both rules' metrics of one group. ``done`` holds the metrics already computed, by
+        the identities of the values they were computed from: the rules share a task's
+        values when it has no failure drop, and a slice often holds every task, so most
+        groups are summed once and copied."""
+        views: dict[str, Any] = {}
+        for rule in RULE_NAMES:
+            group = self._groups.get((view, name, rule)) or _Group(self.ks)
+            identity = tuple(map(id, group.values))
+            if identity not in done:
+                done[identity] = group.metrics()
+            views[rule] = _copy_tree(done[identity])
+        return views
+
+    def views(self) -> dict[str, Any]:
+        """The views of the tasks added so far."""
+        done: dict[tuple[int, ...], dict[str, Any]] = {}
+        views: dict[str, Any] = {
+            "ks": list(self.ks),
+            "rules": dict(RULES),
+            "definitions": dict(DEFINITIONS),
+            "overall": self._both_rules("overall", "", done),
+        }
+        for view in SLICES:
+            views[view] = {name: self._both_rules(view, name, done) for name in sorted(self._names[view])}
+        gaps = twin_gap.twin_gaps({rule: dict(sorted(rates.items())) for rule, rates in self._pass_at_1.items()})
+        if gaps:  # a card played with --twins (frostgym.cards.twin_gap)
+            views["twin_gap"] = gaps
+            views["definitions"]["twin_gap"] = twin_gap.DEFINITION
+        return views
 
 
 def _copy_tree(value: Any) -> Any:
@@ -407,28 +475,7 @@ def task_entry(key: TaskKey, group: Sequence[TaskRecord], ks: Sequence[int]) -> 
 def views_of(entries: Mapping[TaskKey, TaskEntry], ks: Sequence[int]) -> dict[str, Any]:
     """The views (as ``compute_views`` returns them) of a run whose tasks have ``entries``
     (``task_entry``, in any order) at ``ks`` (sorted positive ints)."""
-    tables: dict[Rule, dict[TaskKey, TaskValues]] = {rule: {} for rule in RULE_NAMES}
-    members: dict[str, dict[str, set[TaskKey]]] = {view: defaultdict(set) for view in SLICES}
-    done: dict[tuple[int, ...], dict[str, Any]] = {}
-    for key in sorted(entries):
-        entry = entries[key]
-        for rule, values in entry.values.items():
-            tables[rule][key] = values
-        for view, names in entry.slices.items():
-            for name in names:
-                members[view][name].add(key)
-    views: dict[str, Any] = {
-        "ks": list(ks),
-        "rules": dict(RULES),
-        "definitions": dict(DEFINITIONS),
-        "overall": _both_rules(tables, None, ks, done),
-    }
-    for view in SLICES:
-        views[view] = {name: _both_rules(tables, members[view][name], ks, done) for name in sorted(members[view])}
-    gaps = twin_gap.twin_gaps(
-        {rule: {key: v.task.c / v.task.n for key, v in table.items()} for rule, table in tables.items()}
-    )
-    if gaps:  # a card played with --twins (frostgym.cards.twin_gap)
-        views["twin_gap"] = gaps
-        views["definitions"]["twin_gap"] = twin_gap.DEFINITION
-    return views
+    builder = ViewsBuilder(ks)
+    for key, entry in entries.items():
+        builder.add(key, entry)
+    return builder.views()
