@@ -12,6 +12,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any, Final, Literal
 
 from frostgym.cards import twin_gap
@@ -289,36 +290,33 @@ METRICS: Final[tuple[MetricName, ...]] = ("pass@k", "pass^k", "maj@k")
 
 class _Group:
     """One rule's metrics over a group of tasks (a run, or one slice of it), accumulated a
-    task at a time: the values each metric averages, kept until ``metrics``.
+    task at a time: the tasks' values, and the per-task values each metric averages, kept
+    until ``metrics``.
 
     Why kept and not summed as they come: every mean is a ``math.fsum``, exact whatever
     the order, so the views come out the same in the order a run's tasks complete (a card's
     read-back process adds each task once it has all its samples) as in sorted order, and
-    the work left for the end is a few sums per group, not a pass over every task."""
+    the work left for the end is a few sums per group, not a pass over every task per
+    metric and k. The per-episode values (rewards, components) are read from the tasks'
+    values at the end, in one pass, rather than copied here: a 1,000,000-episode card's ten
+    or so groups would hold tens of millions of references."""
 
-    __slots__ = ("best", "components", "episodes", "n_max", "n_min", "pass_any", "per_k", "rewards", "tasks", "values")
+    __slots__ = ("best", "episodes", "n_max", "n_min", "pass_any", "per_k", "values")
 
     def __init__(self, ks: Sequence[int]) -> None:
-        self.tasks = 0
         self.episodes = 0
         self.n_min = self.n_max = 0
-        self.rewards: list[float] = []
-        self.components: dict[str, list[float]] = defaultdict(list)
         self.per_k: dict[MetricName, dict[int, list[float | None]]] = {m: {k: [] for k in ks} for m in METRICS}
         self.best: list[float] = []
         self.pass_any: list[float] = []
         self.values: list[TaskValues] = []  # what was added: groups of the same values give the same metrics
 
     def add(self, values: TaskValues) -> None:
-        self.values.append(values)
         task = values.task
-        self.n_min = task.n if not self.tasks else min(self.n_min, task.n)
+        self.n_min = task.n if not self.values else min(self.n_min, task.n)
         self.n_max = max(self.n_max, task.n)
-        self.tasks += 1
+        self.values.append(values)
         self.episodes += task.n
-        self.rewards += values.rewards
-        for name, component in values.components.items():
-            self.components[name] += component
         for metric, by_k in self.per_k.items():
             of_task = values.per_k[metric]
             for k, collected in by_k.items():
@@ -327,17 +325,20 @@ class _Group:
         self.pass_any.append(float(task.c > 0))
 
     def metrics(self) -> dict[str, Any]:
-        components, per_k = self.components, self.per_k
+        components: dict[str, list[float]] = defaultdict(list)
+        for values in self.values:
+            for name, of_task in values.components.items():
+                components[name] += of_task
+        tasks, episodes, per_k = len(self.values), self.episodes, self.per_k
+        rewards = chain.from_iterable(values.rewards for values in self.values)
         return {
-            "episodes": self.episodes,
-            "tasks": self.tasks,
-            "per_task_n": {"min": self.n_min, "max": self.n_max} if self.tasks else None,
-            "mean_reward": math.fsum(self.rewards) / self.episodes if self.episodes else None,
-            "component_means": {
-                name: math.fsum(components[name]) / len(components[name]) for name in sorted(components)
-            },
+            "episodes": episodes,
+            "tasks": tasks,
+            "per_task_n": {"min": self.n_min, "max": self.n_max} if tasks else None,
+            "mean_reward": math.fsum(rewards) / episodes if episodes else None,
+            "component_means": {name: math.fsum(each) / len(each) for name, each in sorted(components.items())},
             **{metric: {str(k): _aggregate(values) for k, values in per_k[metric].items()} for metric in METRICS},
-            "best_of_n": {"value": _mean(self.best), "tasks_counted": self.tasks, "pass_any": _mean(self.pass_any)},
+            "best_of_n": {"value": _mean(self.best), "tasks_counted": tasks, "pass_any": _mean(self.pass_any)},
         }
 
 
