@@ -162,8 +162,8 @@ class CardWriter:
         # new card's is started once the card is in place (``_publish``).
         line_crcs = self._read_back is None if staging is None else not wants_read_back
         where = directory if staging is None else staging[0]
+        #: Where a new card is built until ``_publish`` puts it in place (None from then on).
         self._staging = None if staging is None else staging[0]
-        self._published = staging is None  # whether the card is in place at ``directory``
         self._disk = DiskThread()
         self._episodes = JsonlAppender(
             where / EPISODES_FILE,
@@ -175,7 +175,7 @@ class CardWriter:
         self._drops = JsonlAppender(where / DROPS_FILE, verified.get(DROPS_FILE), self._disk, line_crcs=line_crcs)
         self._journal = JsonlAppender(where / JOURNAL_FILE)  # written by jobs on the disk thread
         if staging is not None:
-            self._disk.submit(partial(self._publish, staging[0], staging[1], wants_read_back))
+            self._disk.submit(partial(self._publish, staging[1], wants_read_back))
 
     def _start_read_back(self) -> bool:
         """Start the read-back process on the card in place; False when it cannot be started
@@ -186,9 +186,9 @@ class CardWriter:
             )
         return self._read_back is not None
 
-    def _publish(self, staging: Path, card_json: list[memoryview], read_back: bool) -> None:
+    def _publish(self, card_json: list[memoryview], read_back: bool) -> None:
         """A new card's first job on the disk thread: its ``card.json`` written and synced in
-        ``staging``, which is then renamed into place, and the read-back process started on
+        the staging directory, which is then renamed into place, and the read-back process started on
         it. Every line is written by a later job on the same thread, so none reaches a file
         before the card is in place, and a crash leaves either no card or a whole one.
 
@@ -196,13 +196,15 @@ class CardWriter:
         of a 10,000-episode plan, the renames and starting the process are 3-4 ms that the run
         need not wait for (a third of create). A failure here (another process created the
         directory meanwhile, a full disk) is raised by the next ``commit``, and ``close``
-        then removes ``staging``."""
+        then removes the staging directory."""
+        staging = self._staging
+        assert staging is not None  # only a new card is published, once
         write_atomic(staging / CARD_FILE, card_json)
         try:
             os.rename(staging, self.directory)  # replaces an empty directory in one step
         except OSError as error:
             raise FileExistsError(f"{self.directory} is not empty: another run created it ({error.strerror})") from None
-        self._published = True
+        self._staging = None
         fsync_directory(self.directory.parent)
         if read_back and not self._start_read_back():
             self._episodes.keep_line_crcs()  # no line was written yet: the journal has them all
@@ -437,13 +439,13 @@ class CardWriter:
         disk thread puts the card there, before any of its lines: ``_publish``). Raises what
         putting it there raised (``FileExistsError``: another process created a card there
         meanwhile; ``OSError``), the writer then closed and nothing of the card left."""
-        if not self._published:
+        if self._staging is not None:
             self._disk.settle()  # ``_publish`` is the first job
-            if not self._published:
+            if self._staging is not None:
                 self._closed = True
-                self._abandon()
+                self._abandon(self._staging)
 
-    def _abandon(self) -> NoReturn:
+    def _abandon(self, staging: Path) -> NoReturn:
         """Close a card that was never put in place (``_publish`` failed): its thread
         stopped, its files closed, its staging directory removed, and the failure raised."""
         failure = self._disk.failure
@@ -451,8 +453,8 @@ class CardWriter:
         for appender in (self._episodes, self._drops, self._journal):
             appender.close()
         os.close(self._lock)
-        assert self._staging is not None and failure is not None  # only a failed ``_publish`` leaves a card unplaced
-        shutil.rmtree(self._staging, ignore_errors=True)
+        assert failure is not None  # only a failed ``_publish`` leaves a card unplaced
+        shutil.rmtree(staging, ignore_errors=True)
         raise failure
 
     def _stop_read_back(self) -> None:
