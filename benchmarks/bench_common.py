@@ -1,4 +1,12 @@
-"""Helpers every benchmark script shares: the machine description and table layout."""
+"""Helpers every benchmark script shares: the machine description and table layout.
+
+Importing it also puts this checkout's root first on the import path (``REPO_ROOT``). Why:
+the virtual environment's editable install points at one checkout, so a script run from a
+``git worktree`` of another commit (the way two commits are compared here, alternating
+runs of the same script in each tree) would otherwise measure the installed checkout's
+``frostgym`` in both trees, not its own. Every script imports this module before
+``frostgym``, and ``machine_info`` records which checkout and commit a result measured.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +15,16 @@ import json
 import os
 import platform
 import sqlite3
+import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+#: The checkout these scripts belong to: its ``frostgym`` is the one they measure.
+REPO_ROOT = Path(__file__).resolve().parents[1]
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
 
 
 def cpu_model() -> str:
@@ -38,7 +53,19 @@ def machine_info(distributions: Sequence[str]) -> dict[str, Any]:
         "platform": platform.platform(),
         "sqlite": sqlite3.sqlite_version,
         "versions": versions,
+        "frostgym": {"checkout": str(REPO_ROOT), "commit": _commit()},
     }
+
+
+def _commit() -> str | None:
+    """The checkout's commit, with ``+changes`` when its tracked files differ from it (None
+    outside a git checkout)."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True, text=True, check=True)
+        dirty = subprocess.run(["git", "diff", "--quiet", "HEAD"], cwd=REPO_ROOT, capture_output=True, check=False)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    return head.stdout.strip() + ("+changes" if dirty.returncode else "")
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]], right: Sequence[bool]) -> str:
