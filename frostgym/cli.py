@@ -221,7 +221,7 @@ def eval_cmd(
         int | None, typer.Option(min=1, help="With --backend ray: env worker actors (default: one per cluster CPU).")
     ] = None,
 ) -> None:
-    """Run an agent on envs and write a rollout card: DIR/card.json, episodes.jsonl, drops.jsonl."""
+    """Run an agent on envs and write a rollout card: DIR/card.json, plan.json, episodes.jsonl, drops.jsonl."""
     from frostgym.agents.sampling import SamplingParams
     from frostgym.agents.spec import make_agent
     from frostgym.cards.run import card_config, run_to_card
@@ -437,9 +437,9 @@ def regrade_cmd(
 
 @app.command("schema")
 def schema_cmd(
-    which: Annotated[str, typer.Argument(help="card | episode | drop")] = "card",
+    which: Annotated[str, typer.Argument(help="card | plan | episode | drop")] = "card",
 ) -> None:
-    """Print the published JSON Schema of card.json, an episodes.jsonl line or a drops.jsonl line."""
+    """Print the published JSON Schema of card.json, plan.json, an episodes.jsonl line or a drops.jsonl line."""
     from frostgym.cards.schema import SCHEMAS
 
     if which not in SCHEMAS:

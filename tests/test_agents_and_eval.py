@@ -106,7 +106,7 @@ def test_cli_eval_writes_a_card(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.output.index("accounting") < result.output.index("scores")
     card, episodes, drops = load_card(out)
-    assert card["schema"] == "frostgym.card/3" and card["status"] == "complete"
+    assert card["schema"] == "frostgym.card/4" and card["status"] == "complete"
     assert len(episodes) == 10 and not drops
     assert card["views"]["by_env"][MATH]["errors_as_failures"]["mean_reward"] == 1.0
     episode = episodes[0]

@@ -22,7 +22,7 @@ import orjson
 import pytest
 
 from frostgym.agents import AgentReply, AgentRequest, OracleAgent
-from frostgym.cards.card import CardWriter, load_card
+from frostgym.cards.card import CardWriter, load_card, read_card_json
 from frostgym.cards.replay import regrade_card, replay_card
 from frostgym.cards.run import card_config, run_to_card
 from frostgym.cards.store import (
@@ -239,8 +239,8 @@ def test_kill_9_during_creation_leaves_nothing_or_a_whole_card(tmp_path: Path) -
         child.send_signal(signal.SIGKILL)
         child.wait()
         if out.exists():
-            card = json.loads((out / "card.json").read_text())  # whole, with its plan
-            assert len(card["plan"]["episodes"]) == 20000
+            card = read_card_json(out)  # whole, with its plan (plan.json, checked against its sha256)
+            assert card["plan"]["count"] == len(card["plan"]["episodes"]) == 20000
             outcomes.append("card")
         else:
             outcomes.append("nothing")
@@ -444,6 +444,82 @@ def test_an_edited_manifest_is_named_in_one_line(tmp_path: Path, edit: Any, expe
         assert result.returncode == 2 and expected in _no_traceback(result)
     with pytest.raises(CardCorruptError, match=expected):
         _resume(out)
+
+
+def _edit_plan_entry(out: Path) -> None:
+    entries = orjson.loads((out / "plan.json").read_bytes())
+    entries[0]["seed"] += 1
+    (out / "plan.json").write_bytes(orjson.dumps(entries))
+
+
+@pytest.mark.parametrize(
+    ("edit", "expected"),
+    [
+        (_edit_plan_entry, "does not match the plan's sha256"),
+        (lambda out: (out / "plan.json").unlink(), "plan.json is missing"),
+        (lambda out: (out / "plan.json").write_bytes(b"[]"), "does not match the plan's sha256"),
+    ],
+)
+def test_an_edited_or_missing_plan_file_is_named_in_one_line(tmp_path: Path, edit: Any, expected: str) -> None:
+    """``plan.json`` is checked against the sha256 ``card.json`` recorded for it wherever a
+    card is read: an edited plan would replay, resume and compare other episodes than the
+    card's records were played from."""
+    out = tmp_path / "c"
+    _run(out, OracleAgent())
+    before = (out / "card.json").read_bytes()
+    edit(out)
+    for args in (["replay", str(out)], ["summary", str(out)]):
+        result = _cli(*args)
+        assert result.returncode == 2 and expected in _no_traceback(result)
+    with pytest.raises(CardCorruptError, match=expected):
+        _resume(out)
+    assert (out / "card.json").read_bytes() == before  # nothing re-blessed
+
+
+def _as_card_3(out: Path) -> None:
+    """Rewrite a card as ``frostgym.card/3`` writers left it: its plan entries inside
+    ``card.json``, no ``plan.json``, no plan count."""
+    card = json.loads((out / "card.json").read_text())
+    card["schema"] = "frostgym.card/3"
+    card["plan"] = {"sha256": card["plan"]["sha256"], "episodes": json.loads((out / "plan.json").read_text())}
+    (out / "card.json").write_text(json.dumps(card, indent=2))
+    (out / "plan.json").unlink()
+
+
+@pytest.mark.parametrize("status", ["complete", "interrupted"])
+def test_a_card_3_reads_the_same_and_resumes_as_card_4(tmp_path: Path, status: str) -> None:
+    """Cards written before the plan had a file of its own read back with the same plan, and
+    a resume finishes them as ``frostgym.card/4``: ``plan.json`` written from the plan (its
+    sha256 the one the card recorded), the entries gone from ``card.json``."""
+    out = tmp_path / "c"
+    if status == "complete":
+        _run(out, OracleAgent())
+    else:
+        with pytest.raises(KeyboardInterrupt):
+            _run(out, OracleAgent(), on_outcome=_interrupt_after(2))
+    current, episodes, drops = load_card(out)
+    plan_bytes = (out / "plan.json").read_bytes()
+    _as_card_3(out)
+    old, old_episodes, old_drops = load_card(out)
+    assert old["plan"]["episodes"] == current["plan"]["episodes"] and old["plan"]["count"] == 6
+    assert (old_episodes, old_drops) == (episodes, drops)
+    resumed = _resume(out)
+    assert resumed["schema"] == "frostgym.card/4" and resumed["status"] == "complete"
+    assert (out / "plan.json").read_bytes() == plan_bytes
+    on_disk = json.loads((out / "card.json").read_text())
+    assert on_disk["plan"] == {"sha256": current["plan"]["sha256"], "count": 6}
+    assert resumed["plan"]["episodes"] == current["plan"]["episodes"]
+
+
+def _interrupt_after(outcomes: int) -> Any:
+    seen: list[object] = []
+
+    def count(outcome: object) -> None:
+        seen.append(outcome)
+        if len(seen) == outcomes:
+            raise KeyboardInterrupt
+
+    return count
 
 
 def test_replay_refuses_a_duplicated_line(tmp_path: Path) -> None:

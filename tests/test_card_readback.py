@@ -15,7 +15,15 @@ import orjson
 import pytest
 
 from frostgym.agents import AgentReply, AgentRequest, OracleAgent
-from frostgym.cards.card import DROPS_FILE, EPISODES_FILE, FLUSH_SECONDS, CardWriter, read_card_json, summarize_card
+from frostgym.cards.card import (
+    DROPS_FILE,
+    EPISODES_FILE,
+    FLUSH_SECONDS,
+    PLAN_FILE,
+    CardWriter,
+    read_card_json,
+    summarize_card,
+)
 from frostgym.cards.readback import MAX_BYTES_BEHIND, ReadBack, Tail
 from frostgym.cards.run import card_config
 from frostgym.cards.store import CardCorruptError, crc_sidecar, read_jsonl
@@ -102,7 +110,7 @@ def _wrote(directory: Path) -> dict[str, dict[str, Any]]:
 
 
 def _start(directory: Path) -> ReadBack:
-    return ReadBack.start(directory / "card.json", directory / EPISODES_FILE, directory / DROPS_FILE)
+    return ReadBack.start(*(directory / name for name in ("card.json", PLAN_FILE, EPISODES_FILE, DROPS_FILE)))
 
 
 def test_the_process_summary_is_summarize_cards_and_refused_for_other_bytes(tmp_path: Path) -> None:
@@ -229,7 +237,8 @@ def test_the_plan_a_card_writes_from_its_episodes_is_their_entries(tmp_path: Pat
     run_plan(plan, OracleAgent(), writer, OPTIONS)
     card = writer.close("complete")
     on_disk = read_card_json(tmp_path / "card")
-    assert card["plan"] == on_disk["plan"] == {"sha256": plan_sha256(entries), "episodes": entries}
+    assert card["plan"] == on_disk["plan"] == {"sha256": plan_sha256(entries), "count": len(plan), "episodes": entries}
+    assert orjson.loads((tmp_path / "card" / PLAN_FILE).read_bytes()) == entries
 
 
 def test_the_plans_last_lines_are_handed_over_before_close(tmp_path: Path) -> None:

@@ -1,5 +1,5 @@
-"""The published JSON Schemas of card.json, episodes.jsonl and drops.jsonl hold for real
-cards (built through the library, not written by hand) and reject broken ones."""
+"""The published JSON Schemas of card.json, plan.json, episodes.jsonl and drops.jsonl hold
+for real cards (built through the library, not written by hand) and reject broken ones."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from frostgym.agents.base import Agent, AgentReply, AgentRequest
 from frostgym.agents.oracle import OracleAgent
 from frostgym.agents.random_agent import RandomAgent
 from frostgym.agents.replay import ReplayAgent
+from frostgym.cards.card import read_card_json
 from frostgym.cards.replay import regrade_card
 from frostgym.cards.run import card_config, run_to_card
 from frostgym.cards.schema import SCHEMAS
@@ -59,6 +60,11 @@ def lines(path: Path) -> list[Json]:
 def read_card(directory: Path) -> tuple[Json, list[Json], list[Json]]:
     card = json.loads((directory / "card.json").read_text())
     return card, lines(directory / "episodes.jsonl"), lines(directory / "drops.jsonl")
+
+
+def read_plan(directory: Path) -> list[Json]:
+    plan: list[Json] = json.loads((directory / "plan.json").read_text())
+    return plan
 
 
 def run(
@@ -178,7 +184,7 @@ def lifecycle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Json]:
             on_outcome=interrupt,
         )
     seen["interrupted"] = json.loads((out / "card.json").read_text())
-    seen["complete"] = run(
+    returned = run(
         out,
         OracleAgent(),
         [MATH],
@@ -187,6 +193,8 @@ def lifecycle(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Json]:
         resume=True,
         on_plan=snapshot("resumed_running"),
     )
+    seen["complete"] = json.loads((out / "card.json").read_text())
+    assert returned == read_card_json(out)  # close returns the card as read, its plan entries in it
     return seen
 
 
@@ -195,21 +203,22 @@ def samples(cards: dict[str, Path]) -> dict[str, Json]:
     """One valid instance of each kind, to break one field at a time."""
     card, episodes, _ = read_card(cards["sql_tool_calls"])
     _, _, drops = read_card(cards["replay_miss"])
-    return {"card": card, "episode": episodes[0], "drop": drops[0]}
+    return {"card": card, "plan": read_plan(cards["sql_tool_calls"]), "episode": episodes[0], "drop": drops[0]}
 
 
 # ---------------------------------------------------------------------------------------------
 # The schemas themselves
 
 
-@pytest.mark.parametrize("kind", ["card", "episode", "drop"])
+@pytest.mark.parametrize("kind", ["card", "plan", "episode", "drop"])
 def test_schema_is_valid_draft_2020_12(kind: str) -> None:
     schema = SCHEMAS[kind]
     jsonschema.Draft202012Validator.check_schema(schema)
     assert schema["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert schema["$id"] == f"https://frostgym.dev/schema/{kind}/3.json"
+    assert schema["$id"] == f"https://frostgym.dev/schema/{kind}/4.json"
     assert schema["title"] and schema["description"]
-    assert schema["additionalProperties"] is False
+    closed = schema["$defs"]["plan_entry"] if schema["type"] == "array" else schema  # plan.json: an array of entries
+    assert closed["additionalProperties"] is False
     assert json.loads(json.dumps(SCHEMAS[kind])) == schema  # plain JSON data: no tuples, no odd keys
 
 
@@ -221,7 +230,7 @@ def test_vocabularies_come_from_the_code() -> None:
     assert set(SCHEMAS["card"]["properties"]["status"]["enum"]) == {"running", "interrupted", "complete"}
 
 
-@pytest.mark.parametrize("which", ["card", "episode", "drop"])
+@pytest.mark.parametrize("which", ["card", "plan", "episode", "drop"])
 def test_cli_prints_the_schema(which: str) -> None:
     result = CliRunner().invoke(app, ["schema", which])
     assert result.exit_code == 0, result.output
@@ -240,6 +249,9 @@ def test_cli_rejects_an_unknown_schema() -> None:
 def check_card_dir(directory: Path) -> tuple[Json, list[Json], list[Json]]:
     card, episodes, drops = read_card(directory)
     assert_valid("card", card)
+    plan = read_plan(directory)
+    assert_valid("plan", plan)
+    assert len(plan) == card["plan"]["count"]
     for episode in episodes:
         assert_valid("episode", episode)
     for drop in drops:
@@ -355,8 +367,12 @@ BROKEN: list[tuple[str, str, Callable[[Json], object]]] = [
     ("card", "wrong schema tag", _set("schema", "frostgym.card/1")),
     ("card", "unknown drop class in the accounting", _set("accounting.dropped_by_class", {"gremlins": 1})),
     ("card", "complete card with pending episodes", _set("accounting.pending", 1)),
-    ("card", "plan entry with a negative seed", _set("plan.episodes.0.seed", -5)),
-    ("card", "unknown key in a plan entry", _set("plan.episodes.0.weight", 1)),
+    ("card", "plan entries back in card.json", _set("plan.episodes", [])),
+    ("card", "plan without its count", lambda c: c["plan"].pop("count")),
+    ("plan", "plan entry with a negative seed", _set("0.seed", -5)),
+    ("plan", "unknown key in a plan entry", _set("0.weight", 1)),
+    ("plan", "plan entry without a plan_id", lambda p: p[0].pop("plan_id")),
+    ("plan", "not an array", lambda p: p.clear() or p.append([])),
     ("card", "pass@k value above 1", _set("views.overall.errors_excluded.pass@k.1.value", 2.0)),
     ("card", "missing rule in a view", lambda c: c["views"]["overall"].pop("errors_as_failures")),
     ("card", "samples of 0", _set("config.identity.samples", 0)),

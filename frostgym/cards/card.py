@@ -1,12 +1,20 @@
 """The rollout card: a directory that is the evidence of one evaluation run.
 
-- ``card.json``: the manifest: plan, config, provenance, accounting, checksums, views;
+- ``card.json``: the manifest: config, provenance, the plan's hash and size, accounting,
+  checksums, views;
+- ``plan.json``: the plan's entries, one compact JSON array whose sha256 is the plan's;
 - ``episodes.jsonl``: one full trajectory per completed episode;
 - ``drops.jsonl``: one record per episode that was not scored normally.
 
-``card.json`` is written before the first episode (status ``running``) and rewritten at
-the end. Accounting, checksums and views are always recomputed from the two JSON Lines
-files as they are on disk, never carried in memory, so the card cannot claim what its
+``card.json`` and ``plan.json`` are written before the first episode (status ``running``),
+and ``card.json`` is rewritten at the end. Why the plan has a file of its own
+(``frostgym.card/4``): it is most of the manifest (3 MB of a 10,000-episode card's, 300 MB
+of a 1,000,000-episode one's), which close and every resume rewrote unchanged; now they
+rewrite a few kilobytes, and ``card.json`` stays small enough to read. ``read_card_json``
+puts the entries back under ``plan.episodes``, so a card read is the same for every schema.
+
+Accounting, checksums and views are always recomputed from the two JSON Lines files as they
+are on disk, never carried in memory, so the card cannot claim what its
 episodes do not show. For a large plan a second process reads the files back while the run
 writes them (``frostgym.cards.readback``), so close has only the last lines left to read.
 """
@@ -16,6 +24,7 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import fcntl
+import hashlib
 import os
 import shutil
 import tempfile
@@ -29,7 +38,6 @@ import orjson
 
 from frostgym.cards.readback import READBACK_MIN_EPISODES, ReadBack
 from frostgym.cards.store import (
-    SPLICE,
     CardCorruptError,
     DiskThread,
     JsonlAppender,
@@ -48,19 +56,22 @@ from frostgym.cards.store import (
     read_json,
     read_jsonl,
     write_atomic,
+    write_synced,
 )
 from frostgym.cards.tally import Tally, check_ids, excluded_count
 from frostgym.core.episode import Drop, DropRecord, EpisodeRecord, Record, RecordHead, drop_record, head_from_line
 from frostgym.core.errors import FrostgymError
-from frostgym.plan import SEEDING, PlannedEpisode, plan_json_and_sha256, plan_sha256
+from frostgym.plan import SEEDING, PlannedEpisode, plan_json_and_sha256
 from frostgym.version import __version__
 
-CARD_SCHEMA = "frostgym.card/3"
+CARD_SCHEMA = "frostgym.card/4"
 #: Manifest versions ``load_card`` reads: /2 added per-line checksums and the checkpoint; /3
 #: stores an episode's final grade once (``EpisodeRecord.encode``), which /2 readers would
-#: not put back on the step that ended it.
-READABLE_SCHEMAS = frozenset({"frostgym.card/1", "frostgym.card/2", CARD_SCHEMA})
+#: not put back on the step that ended it; /4 keeps the plan's entries in ``PLAN_FILE``
+#: (``card.json`` holds their sha256 and count), where /1-/3 held them in ``card.json``.
+READABLE_SCHEMAS = frozenset({"frostgym.card/1", "frostgym.card/2", "frostgym.card/3", CARD_SCHEMA})
 CARD_FILE = "card.json"
+PLAN_FILE = "plan.json"
 EPISODES_FILE = "episodes.jsonl"
 DROPS_FILE = "drops.jsonl"
 LOCK_FILE = ".lock"
@@ -128,19 +139,16 @@ class CardWriter:
         lock: int | None = None,
         verified: Mapping[str, JsonlContents[Any]] | None = None,
         read_back: bool | None = None,
-        plan_json: bytes | None = None,
         plan: Sequence[PlannedEpisode] | None = None,
-        staging: tuple[Path, list[memoryview]] | None = None,
+        staging: tuple[Path, list[memoryview], list[memoryview]] | None = None,
     ) -> None:
         """``verified``: the two files as a resume read and checked them (new card: none);
-        ``read_back``: as ``create`` takes it; ``plan_json``: the plan entries as
-        ``card.json`` holds them (``plan_entries_json``), when the caller has them; ``plan``:
-        the plan, when ``card`` holds its entries only as ``plan_json`` (see ``create``);
-        ``staging``: for a new card, the directory it is built in and its ``card.json``
-        (``card_json_parts``), which the disk thread puts in place first (``_publish``)."""
+        ``read_back``: as ``create`` takes it; ``plan``: the plan, when ``card`` holds no
+        entries (see ``create``); ``staging``: for a new card, the directory it is built in,
+        its ``plan.json`` and its ``card.json`` (``card_json_parts``), which the disk
+        thread puts in place first (``_publish``)."""
         self.directory = directory
         self.card = card
-        self._plan_json = plan_entries_json(card) if plan_json is None else plan_json
         self._plan = plan
         self.done = done  # plan ids already recorded (non-empty on resume)
         self._lock = _lock(directory) if lock is None else lock
@@ -153,7 +161,7 @@ class CardWriter:
         #: was written); if not, why not (None: there was none).
         self.read_back_used = False
         self.read_back_refused: str | None = None
-        self._planned = len(card["plan"]["episodes"] if plan is None else plan)
+        self._planned = card["plan"]["count"]
         self._written = 0  # outcomes added this session (``sessions[-1].written`` at close)
         wants_read_back = self._planned >= READBACK_MIN_EPISODES if read_back is None else read_back
         if wants_read_back and staging is None:
@@ -175,31 +183,34 @@ class CardWriter:
         self._drops = JsonlAppender(where / DROPS_FILE, verified.get(DROPS_FILE), self._disk, line_crcs=line_crcs)
         self._journal = JsonlAppender(where / JOURNAL_FILE)  # written by jobs on the disk thread
         if staging is not None:
-            self._disk.submit(partial(self._publish, staging[1], wants_read_back))
+            self._disk.submit(partial(self._publish, staging[1], staging[2], wants_read_back))
 
     def _start_read_back(self) -> bool:
         """Start the read-back process on the card in place; False when it cannot be started
         (then close reads the files in this process, as for a small card)."""
         with contextlib.suppress(OSError):
             self._read_back = ReadBack.start(
-                self.directory / CARD_FILE, self.directory / EPISODES_FILE, self.directory / DROPS_FILE
+                *(self.directory / name for name in (CARD_FILE, PLAN_FILE, EPISODES_FILE, DROPS_FILE))
             )
         return self._read_back is not None
 
-    def _publish(self, card_json: list[memoryview], read_back: bool) -> None:
-        """A new card's first job on the disk thread: its ``card.json`` written and synced in
-        the staging directory, which is then renamed into place, and the read-back process started on
-        it. Every line is written by a later job on the same thread, so none reaches a file
-        before the card is in place, and a crash leaves either no card or a whole one.
+    def _publish(self, plan_json: list[memoryview], card_json: list[memoryview], read_back: bool) -> None:
+        """A new card's first job on the disk thread: its ``plan.json`` and ``card.json``
+        written and synced in the staging directory, which is then renamed into place, and
+        the read-back process started on it. Every line is written by a later job on the
+        same thread, so none reaches a file before the card is in place, and a crash leaves
+        either no card or a whole one.
 
-        Why on this thread and not in ``create``: writing and syncing the 3 MB ``card.json``
-        of a 10,000-episode plan, the renames and starting the process are 3-4 ms that the run
+        Why on this thread and not in ``create``: writing and syncing the 3 MB plan of a
+        10,000-episode card, the renames and starting the process are 3-4 ms that the run
         need not wait for (a third of create). A failure here (another process created the
         directory meanwhile, a full disk) is raised by the next ``commit``, and ``close``
         then removes the staging directory."""
         staging = self._staging
         assert staging is not None  # only a new card is published, once
-        write_atomic(staging / CARD_FILE, card_json)
+        write_synced(staging / PLAN_FILE, plan_json)  # nothing reads the staging directory
+        write_synced(staging / CARD_FILE, card_json)
+        fsync_directory(staging)
         try:
             os.rename(staging, self.directory)  # replaces an empty directory in one step
         except OSError as error:
@@ -237,7 +248,7 @@ class CardWriter:
         (``_publish``): ``wait_until_in_place`` waits for that."""
         if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
             raise FileExistsError(f"{directory} is not empty: pass --resume to finish the card there, or a new --out")
-        plan_json, digest = plan_json_and_sha256(plan)  # a PlannedEpisode encodes as its ``to_dict``
+        plan_json, digest = plan_json_and_sha256(plan)  # ``plan.json``: a PlannedEpisode encodes as its ``to_dict``
         card = {
             "schema": CARD_SCHEMA,
             "status": "running",
@@ -245,12 +256,12 @@ class CardWriter:
             "created_at": _now(),
             "config": config,
             "seeding": {"run_seed": config["identity"]["seed"], **SEEDING},
-            "plan": {"sha256": digest, "episodes": orjson.Fragment(plan_json)},
+            "plan": {"sha256": digest, "count": len(plan)},  # its entries: close puts them in (``_plan_entries``)
             **provenance,
             "sessions": [{"started_at": _now(), "ended_at": None, "resumed": False, "written": 0}],
             CHECKPOINT_KEY: {name: parse_jsonl(Path(name), b"").manifest() for name in RECORD_FILES},
         }
-        card_json = card_json_parts(card, plan_json)  # a value no JSON holds is refused here, before any file
+        card_json = card_json_parts(card)  # a value no JSON holds is refused here, before any file
         directory.parent.mkdir(parents=True, exist_ok=True)
         _remove_abandoned_builds(directory)
         staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}{_STAGING}", dir=directory.parent))
@@ -265,9 +276,8 @@ class CardWriter:
                 fsync_seconds,
                 lock,
                 read_back=read_back,
-                plan_json=plan_json,
                 plan=plan,
-                staging=(staging, card_json),
+                staging=(staging, [memoryview(plan_json)], card_json),
             )
         except BaseException:
             os.close(lock)
@@ -302,7 +312,8 @@ class CardWriter:
             changed = sorted(k for k in set(stored) | set(asked) if stored.get(k) != asked.get(k))
             detail = ", ".join(f"{k}: card has {stored.get(k)!r}, asked {asked.get(k)!r}" for k in changed)
             raise CardMismatchError(f"{directory} was planned with different options ({detail})")
-        if card["plan"]["sha256"] != plan_sha256(plan):
+        plan_json, digest = plan_json_and_sha256(plan)
+        if card["plan"]["sha256"] != digest:
             raise CardMismatchError(f"{directory}: the plan recomputed from its options differs (package change?)")
         lock = _lock(directory)  # before repairing: another runner may still be writing
         try:
@@ -312,6 +323,9 @@ class CardWriter:
             os.close(lock)
             raise
         done = {r.plan_id for c in contents.values() for r in c.records}
+        if card["schema"] != CARD_SCHEMA:  # an older card, whose card.json held the entries: /4 from here
+            write_atomic(directory / PLAN_FILE, [memoryview(plan_json)])  # their sha256 is the card's (checked above)
+            card["plan"]["count"] = len(plan)
         card["config"]["execution"] = config["execution"]
         card["config"]["ks"] = config["ks"]
         card["status"] = "running"
@@ -405,7 +419,7 @@ class CardWriter:
                     wrote = {"episode": self._episodes.wrote(), "drop": self._drops.wrote()}
                     self._read_back.ask(wrote, complete=status == "complete")
                 self._disk.begin(self._sync)
-                self._plan_entries()  # meanwhile: the card this returns holds them (so does a tally here)
+                self._plan_entries()  # meanwhile: the card this returns holds them, as read (so does a tally here)
                 self._disk.wait()
             finally:
                 self._disk.close()
@@ -424,7 +438,7 @@ class CardWriter:
                 summary = summarize_card(self.directory, self.card, status, torn=torn)
             self.card.update(summary)
             self.card.pop(CHECKPOINT_KEY, None)
-            write_card_json(self.directory / CARD_FILE, self.card, self._plan_json)
+            write_card_json(self.directory / CARD_FILE, self.card)
             self._journal.close()
             superseded = [self.directory / JOURNAL_FILE, *(crc_sidecar(self.directory / n) for n in RECORD_FILES)]
             for path in superseded:  # the checksums in card.json supersede them
@@ -462,14 +476,14 @@ class CardWriter:
             self._read_back.stop()
 
     def _plan_entries(self) -> None:
-        """Put the plan entries in ``card`` as ``card.json`` holds them, where ``create``
-        left only their JSON. Why it left only that: 10,000 entries are 30,000 objects the
-        garbage collector tracks, and held while the run runs they make each full collection
-        in it (one every ~10,000 oracle episodes, ~0.1 s) a fifth slower, and the next come
-        sooner."""
+        """Put the plan entries in ``card`` as ``read_card_json`` returns them (from
+        ``plan.json``), where ``create`` left none. Why it left none: 10,000 entries are
+        30,000 objects the garbage collector tracks, and held while the run runs they make
+        each full collection in it (one every ~10,000 oracle episodes, ~0.1 s) a fifth
+        slower, and the next come sooner."""
         plan = self.card["plan"]
-        if isinstance(plan["episodes"], orjson.Fragment):
-            assert self._plan is not None  # create passes it with the fragment
+        if "episodes" not in plan:
+            assert self._plan is not None  # create passes it
             with gc_paused():
                 plan["episodes"] = [p.to_dict() for p in self._plan]
 
@@ -492,31 +506,17 @@ class CardWriter:
         }
 
 
-def plan_entries_json(card: Mapping[str, Any]) -> bytes:
-    """The card's plan entries as ``card.json`` holds them: one compact JSON array."""
-    return orjson.dumps(card["plan"]["episodes"])
-
-
-def write_card_json(path: Path, card: Mapping[str, Any], plan_json: bytes | None = None) -> None:
+def write_card_json(path: Path, card: Mapping[str, Any]) -> None:
     """Write ``card.json`` atomically (``card_json_parts``)."""
-    write_atomic(path, card_json_parts(card, plan_json))
+    write_atomic(path, card_json_parts(card))
 
 
-def card_json_parts(card: Mapping[str, Any], plan_json: bytes | None = None) -> list[memoryview]:
-    """``card.json``'s content, its plan entries as one compact line, in the parts
-    ``store.write_atomic`` writes. Raises what orjson raises for a value no JSON can hold.
-
-    Why: a 10,000-episode plan is most of ``card.json``, written at create and again at
-    close. Pretty-printed it is 4 MB and costs as much as the rest of close; compact it is
-    3 MB, and ``plan_json`` (``plan_entries_json`` of the same card, kept by the writer
-    from create to close) spares encoding it again, and is written from where it lies
-    rather than copied into the rest (``json_parts``'s ``spliced``). The JSON value
-    is the same either way. ``plan_json`` is required while the card holds its entries only
-    as that JSON (``CardWriter.create`` leaves them so)."""
-    if plan_json is None:
-        assert not isinstance(card["plan"]["episodes"], orjson.Fragment), "the plan's JSON is the caller's to pass"
-        plan_json = plan_entries_json(card)
-    return json_parts({**card, "plan": {**card["plan"], "episodes": SPLICE}}, spliced=plan_json)
+def card_json_parts(card: Mapping[str, Any]) -> list[memoryview]:
+    """``card.json``'s content: ``card`` without its plan entries (``plan.json`` holds
+    them), in the parts ``store.write_atomic`` writes. Raises what orjson raises for a value
+    no JSON can hold."""
+    plan = {key: value for key, value in card["plan"].items() if key != "episodes"}
+    return json_parts({**card, "plan": plan})
 
 
 def _lock(directory: Path) -> int:
@@ -620,14 +620,39 @@ def _summarize(directory: Path, card: Mapping[str, Any], status: CardStatus, tor
 
 
 def read_card_json(directory: Path) -> dict[str, Any]:
-    """``card.json``, checked to hold what resume, replay and summary read from it, so an
-    edited manifest is named in one line instead of surfacing as a ``KeyError``."""
+    """``card.json`` with its plan's entries under ``plan.episodes`` (read from
+    ``plan.json``, or from ``card.json`` itself in cards older than ``frostgym.card/4``),
+    checked to hold what resume, replay and summary read from it, so an edited manifest is
+    named in one line instead of surfacing as a ``KeyError``. Raises ``CardCorruptError``
+    for a missing or unreadable file, one of the wrong shape, and a ``plan.json`` whose
+    sha256 is not the plan's (edited)."""
     path = directory / CARD_FILE
     card = read_json(path)
     if problem := _manifest_shape_problem(card):
         raise CardCorruptError(f"{path}: {problem} (edited, or not a frostgym card?)")
     assert isinstance(card, dict)
+    plan = card["plan"]
+    if "episodes" not in plan:
+        plan["episodes"] = _read_plan_entries(directory / PLAN_FILE, plan["sha256"], plan["count"])
+    plan.setdefault("count", len(plan["episodes"]))  # older cards count none
+    if not all(isinstance(p, dict) and isinstance(p.get("plan_id"), str) for p in plan["episodes"]):
+        raise CardCorruptError(f"{path}: a plan entry without a plan_id (edited, or not a frostgym card?)")
     return card
+
+
+def _read_plan_entries(path: Path, sha256: str, count: int) -> list[Any]:
+    """The entries ``plan.json`` holds, checked against the sha256 and count ``card.json``
+    recorded for them."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError as error:
+        raise CardCorruptError(f"{path} is missing: the card's plan is not there") from error
+    if hashlib.sha256(data).hexdigest() != sha256:
+        raise CardCorruptError(f"{path} does not match the plan's sha256 in card.json: edited after the run?")
+    entries = orjson.loads(data)  # the bytes hashed: valid JSON, as written
+    if not isinstance(entries, list) or len(entries) != count:
+        raise CardCorruptError(f"{path} does not hold the {count} entries card.json counts")
+    return entries
 
 
 def _manifest_shape_problem(card: Any) -> str | None:
@@ -640,10 +665,14 @@ def _manifest_shape_problem(card: Any) -> str | None:
         return "no config.identity object"
     if not isinstance(config.get("ks"), list):
         return "no config.ks list"
-    if not (isinstance(plan, dict) and isinstance(plan.get("sha256"), str) and isinstance(plan.get("episodes"), list)):
-        return "no plan with its sha256 and episodes"
-    if not all(isinstance(p, dict) and isinstance(p.get("plan_id"), str) for p in plan["episodes"]):
-        return "a plan entry without a plan_id"
+    if not (isinstance(plan, dict) and isinstance(plan.get("sha256"), str)):
+        return "no plan with its sha256"
+    if card["schema"] == CARD_SCHEMA:
+        count = plan.get("count")
+        if not isinstance(count, int) or isinstance(count, bool) or count < 0 or "episodes" in plan:
+            return "no plan count, or plan entries, which plan.json holds"
+    elif not isinstance(plan.get("episodes"), list):
+        return "no plan entries"
     if not isinstance(card.get("sessions"), list) or not card["sessions"]:
         return "no sessions"
     for key in ("files", CHECKPOINT_KEY):

@@ -17,7 +17,7 @@ after a crash reads them there to name an edited line. It exits when the writer'
 its pipe closes (a writer killed with it), so it never outlives a run's card.
 
 Run by ``ReadBack.start`` as a fresh interpreter (it inherits none of the run's threads),
-at nice 19, on ``CARD_JSON EPISODES_JSONL DROPS_JSONL``, without ``site`` and importing
+at nice 19, on ``CARD_JSON PLAN_JSON EPISODES_JSONL DROPS_JSONL``, without ``site`` and importing
 only the card modules (``_LAUNCH``).
 While it reads it says how far it got (``{"read": bytes}`` lines on stdout, which the writer
 drains every ``card.DRAIN_SECONDS``); it answers the writer's one request (a JSON line on stdin) with
@@ -141,10 +141,10 @@ def _finish(tails: Mapping[RecordKind, Tail], tally: Tally, request: Mapping[str
 def main(argv: Sequence[str]) -> int:
     """The read-back process: tail the files until the writer's request, answer it, exit."""
     gc.disable()  # a short life of acyclic data
-    card_json, episodes, drops = (Path(a) for a in argv)
-    card = read_json(card_json)  # as the writer wrote it before starting this process
-    tally = Tally(card["plan"]["episodes"], card["config"]["ks"], excluded_count(card["config"]))
-    del card  # its plan entries' memory goes to the heads read next, not fresh pages
+    card_json, plan_json, episodes, drops = (Path(a) for a in argv)
+    config = read_json(card_json)["config"]  # as the writer wrote them before starting this process
+    tally = Tally(read_json(plan_json), config["ks"], excluded_count(config))  # the entries' memory then
+    # goes to the heads read next, not to fresh pages
     tails = {
         kind: Tail(path, partial(head_from_line, kind=kind))
         for kind, path in zip(KINDS, (episodes, drops), strict=True)
@@ -222,14 +222,14 @@ class ReadBack:
         self.refused: str | None = None
 
     @classmethod
-    def start(cls, card_json: Path, episodes: Path, drops: Path) -> ReadBack:
-        """Start the process on a card's ``card.json`` and record files. Raises ``OSError``
-        when it cannot be started."""
+    def start(cls, card_json: Path, plan_json: Path, episodes: Path, drops: Path) -> ReadBack:
+        """Start the process on a card's ``card.json``, ``plan.json`` and record files.
+        Raises ``OSError`` when it cannot be started."""
         import subprocess
 
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([*_import_roots(), os.environ.get("PYTHONPATH", "")])}
         process = subprocess.Popen(
-            [sys.executable, "-S", "-c", _LAUNCH, str(card_json), str(episodes), str(drops)],
+            [sys.executable, "-S", "-c", _LAUNCH, *(str(p) for p in (card_json, plan_json, episodes, drops))],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -1,8 +1,8 @@
-"""JSON Schemas (draft 2020-12) of the three files of a rollout card.
+"""JSON Schemas (draft 2020-12) of the four files of a rollout card.
 
 A card is meant to be read by tools that are not frostgym: dashboards, notebooks, other
 languages. These schemas are the published contract of what they may rely on, printed by
-``frostgym schema card|episode|drop``. They are written by hand, not generated from the
+``frostgym schema card|plan|episode|drop``. They are written by hand, not generated from the
 dataclasses, so that a change to a record shows up as a change to the contract in review;
 the closed vocabularies (drop classes, stages, roles, splits, reporting rules) are imported
 from the code that defines them, so they cannot drift. ``tests/test_card_schema.py`` builds
@@ -571,7 +571,13 @@ def _card_schema() -> Schema:
         "created_at": TIMESTAMP,
         "config": _config(),
         "seeding": record({"run_seed": integer(0), **{name: string() for name in SEEDING}}),
-        "plan": record({"sha256": SHA256, "episodes": array(ref("plan_entry"))}),
+        "plan": record(
+            {
+                "sha256": SHA256,
+                "count": integer(0, description="how many entries plan.json holds"),
+            },
+            description="the plan: its entries are in plan.json, whose sha256 this is",
+        ),
         "agent": open_object("the agent's describe(): its spec and parameters", spec=string(minLength=1)),
         "envs": mapping(
             record(
@@ -648,8 +654,21 @@ def _card_schema() -> Schema:
     )
 
 
+def _plan_schema() -> Schema:
+    """``plan.json``: ``frostgym.plan.PlannedEpisode.to_dict`` of each planned episode."""
+    return document(
+        "plan",
+        "frostgym rollout card plan",
+        "plan.json of a rollout card: every planned episode, in plan order, as one compact JSON array; "
+        "its sha256 is card.json's plan.sha256.",
+        {"type": "array", "items": ref("plan_entry")},
+        {name: CARD_DEFS[name] for name in ("seed", "seed_derivation", "plan_entry")},
+    )
+
+
 SCHEMAS: dict[str, dict[str, Any]] = {
     "card": _card_schema(),
+    "plan": _plan_schema(),
     "episode": _episode_schema(),
     "drop": _drop_schema(),
 }

@@ -540,36 +540,22 @@ def _prefix_sha256(path: Path, contents: JsonlContents[Any], size: int) -> str:
         return hashlib.sha256(f.read(size)).hexdigest()
 
 
-#: Where ``write_json_atomic`` puts its ``spliced`` JSON: orjson escapes a NUL in every
-#: string it encodes, so this fragment's byte is the only one in its output.
-_SPLICE_BYTE = b"\x00"
-SPLICE = orjson.Fragment(_SPLICE_BYTE)
-
-
 def _write_all(fd: int, data: memoryview) -> None:
     """``os.write`` all of ``data`` to ``fd``, however many calls that takes."""
     while data:
         data = data[os.write(fd, data) :]
 
 
-def write_json_atomic(path: Path, obj: Any, *, spliced: bytes | None = None) -> None:
-    """Replace ``path`` so that readers see the old file or the new one, never a mix.
-    ``spliced``: one JSON value that goes where ``obj`` holds ``SPLICE``, written from the
-    caller's bytes rather than copied into the encoding of the rest (a card's plan, 3 MB
-    on a 10,000-episode run, is written twice)."""
-    write_atomic(path, json_parts(obj, spliced=spliced))
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Replace ``path`` with ``obj`` as pretty JSON, so that readers see the old file or
+    the new one, never a mix."""
+    write_atomic(path, json_parts(obj))
 
 
-def json_parts(obj: Any, *, spliced: bytes | None = None) -> list[memoryview]:
-    """``obj`` as pretty JSON, in the parts ``write_atomic`` writes one after the other
-    (``spliced`` as ``write_json_atomic`` takes it). Raises what orjson raises for a value
-    no JSON can hold, before anything is written."""
-    data = orjson.dumps(obj, default=_fallback, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
-    parts = [memoryview(data)]
-    if spliced is not None:
-        at = data.index(_SPLICE_BYTE)
-        parts = [parts[0][:at], memoryview(spliced), parts[0][at + 1 :]]
-    return parts
+def json_parts(obj: Any) -> list[memoryview]:
+    """``obj`` as pretty JSON, in the parts ``write_atomic`` writes one after the other.
+    Raises what orjson raises for a value no JSON can hold, before anything is written."""
+    return [memoryview(orjson.dumps(obj, default=_fallback, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))]
 
 
 def write_atomic(path: Path, parts: Sequence[memoryview]) -> None:
@@ -577,18 +563,25 @@ def write_atomic(path: Path, parts: Sequence[memoryview]) -> None:
     one, never a mix (and after a power cut, the new one only once this returned)."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            for part in parts:
-                _write_all(fd, part)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        write_synced(tmp, parts)
         tmp.replace(path)
     except BaseException:  # a full disk: leave the old file and no debris
         tmp.unlink(missing_ok=True)
         raise
     fsync_directory(path.parent)
+
+
+def write_synced(path: Path, parts: Sequence[memoryview]) -> None:
+    """Create (or truncate) ``path`` and write ``parts`` to it, synced: for a file in a
+    directory nothing reads yet (a card being built), where no reader can see it half
+    written. Its directory entry is durable once the directory is synced."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        for part in parts:
+            _write_all(fd, part)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def fsync_directory(path: Path) -> None:
