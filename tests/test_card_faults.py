@@ -12,7 +12,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -506,9 +505,9 @@ def test_a_card_3_reads_the_same_and_resumes_as_card_4(tmp_path: Path, status: s
     resumed = _resume(out)
     assert resumed["schema"] == "frostgym.card/4" and resumed["status"] == "complete"
     assert (out / "plan.json").read_bytes() == plan_bytes
-    on_disk = json.loads((out / "card.json").read_text())
-    assert on_disk["plan"] == {"sha256": current["plan"]["sha256"], "count": 6}
-    assert resumed["plan"]["episodes"] == current["plan"]["episodes"]
+    assert resumed == json.loads((out / "card.json").read_text())
+    assert resumed["plan"] == {"sha256": current["plan"]["sha256"], "count": 6}
+    assert read_card_json(out)["plan"]["episodes"] == current["plan"]["episodes"]
 
 
 def _interrupt_after(outcomes: int) -> Any:
@@ -701,35 +700,6 @@ def test_the_appender_writes_lines_of_any_size_through_its_reused_buffers(tmp_pa
     assert appender.wrote() == {"bytes": len(data), "lines": len(lines), "sha256": hashlib.sha256(data).hexdigest()}
     crcs = read_jsonl(path).line_crc32
     assert checkpoint["line_crc32"] == (crcs if line_crcs else None)
-
-
-def test_begin_returns_once_its_job_has_begun_and_the_job_runs_beside_the_caller() -> None:
-    """``begin`` is how close lets the final fsync start at once instead of after the plan
-    entries it builds meanwhile: it returns while the job still runs (here, until the caller
-    lets it end), and the caller's ``wait`` then waits for it; a job that raises is raised
-    there, as for ``submit``."""
-    disk = DiskThread()
-    release = threading.Event()
-    steps: list[str] = []
-
-    def job() -> None:
-        steps.append("began")
-        assert release.wait(10)
-        steps.append("ended")
-
-    disk.begin(job)
-    assert steps == ["began"]
-    release.set()
-    disk.wait()
-    assert steps == ["began", "ended"]
-
-    def failing() -> None:
-        raise OSError(28, "No space left on device")
-
-    disk.begin(failing)
-    with pytest.raises(OSError, match="No space left"):
-        disk.wait()
-    disk.close()
 
 
 def test_a_journal_entry_without_crcs_stands_for_its_lines_and_an_edited_one_is_refused() -> None:

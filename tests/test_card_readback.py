@@ -79,12 +79,12 @@ def test_a_card_read_back_by_its_process_is_the_card_read_back_in_process(tmp_pa
     assert by_process["accounting"]["dropped"] > 0 and by_process["accounting"]["completed"] > 0
     # The records hold their timings, so the files' checksums differ between the runs.
     assert {**_without_times(by_process), "files": None} == {**_without_times(in_process), "files": None}
-    assert read_card_json(tmp_path / "process") == by_process
+    assert orjson.loads((tmp_path / "process" / "card.json").read_bytes()) == by_process
     # Its CRC sidecars and the journal are gone with the run: both cards hold the same files.
     assert sorted(p.name for p in (tmp_path / "process").iterdir()) == sorted(
         p.name for p in (tmp_path / "here").iterdir()
     )
-    summary = summarize_card(tmp_path / "process", by_process, "complete")
+    summary = summarize_card(tmp_path / "process", read_card_json(tmp_path / "process"), "complete")
     for key in ("files", "graders", "accounting", "views"):  # the same bytes in card.json, key order too
         assert orjson.dumps(by_process[key]) == orjson.dumps(summary[key])
 
@@ -98,7 +98,10 @@ def test_a_resumed_card_is_read_back_whole_by_its_process(tmp_path: Path) -> Non
     assert writer.read_back_used
     whole = _write(tmp_path / "here", read_back=False)
     assert resumed["accounting"] == whole["accounting"] and resumed["views"] == whole["views"]
-    assert resumed["files"] == summarize_card(tmp_path / "process", resumed, "complete")["files"]
+    assert (
+        resumed["files"]
+        == summarize_card(tmp_path / "process", read_card_json(tmp_path / "process"), "complete")["files"]
+    )
 
 
 def _wrote(directory: Path) -> dict[str, dict[str, Any]]:
@@ -225,10 +228,10 @@ def test_the_process_ends_with_its_writer(tmp_path: Path, how: str) -> None:
 
 
 def test_the_plan_a_card_writes_from_its_episodes_is_their_entries(tmp_path: Path) -> None:
-    """``create`` writes the plan by encoding its episodes and hashes their ``__dict__``,
-    never building the entries; ``close`` puts the entries in the card it returns. Both
-    must be the entries (``to_dict``) exactly, or resume and compare would see another
-    plan than the one the card holds."""
+    """``create`` writes ``plan.json`` by encoding the planned episodes and hashes those
+    bytes, never building the entries; ``read_card_json`` reads them back as the entries
+    (``to_dict``) exactly, or resume and compare would see another plan than the one the card
+    holds. ``close`` returns ``card.json``'s content, which holds only the plan's hash and size."""
     plan, config = _plan()
     entries = [p.to_dict() for p in plan]
     assert orjson.dumps(plan) == orjson.dumps(entries)
@@ -236,8 +239,9 @@ def test_the_plan_a_card_writes_from_its_episodes_is_their_entries(tmp_path: Pat
     writer = CardWriter.create(tmp_path / "card", config=config, plan=plan, provenance={}, read_back=False)
     run_plan(plan, OracleAgent(), writer, OPTIONS)
     card = writer.close("complete")
-    on_disk = read_card_json(tmp_path / "card")
-    assert card["plan"] == on_disk["plan"] == {"sha256": plan_sha256(entries), "count": len(plan), "episodes": entries}
+    assert card == orjson.loads((tmp_path / "card" / "card.json").read_bytes())
+    assert card["plan"] == {"sha256": plan_sha256(entries), "count": len(plan)}
+    assert read_card_json(tmp_path / "card")["plan"] == {**card["plan"], "episodes": entries}
     assert orjson.loads((tmp_path / "card" / PLAN_FILE).read_bytes()) == entries
 
 

@@ -134,19 +134,20 @@ class CardWriter:
         self,
         directory: Path,
         card: dict[str, Any],
+        plan: Sequence[PlannedEpisode],
         done: set[str],
         fsync_seconds: float,
         lock: int | None = None,
         verified: Mapping[str, JsonlContents[Any]] | None = None,
         read_back: bool | None = None,
-        plan: Sequence[PlannedEpisode] | None = None,
         staging: tuple[Path, list[memoryview], list[memoryview]] | None = None,
     ) -> None:
-        """``verified``: the two files as a resume read and checked them (new card: none);
-        ``read_back``: as ``create`` takes it; ``plan``: the plan, when ``card`` holds no
-        entries (see ``create``); ``staging``: for a new card, the directory it is built in,
-        its ``plan.json`` and its ``card.json`` (``card_json_parts``), which the disk
-        thread puts in place first (``_publish``)."""
+        """``card``: ``card.json``'s content, without the plan's entries (``plan``, whose
+        entries ``plan.json`` holds); ``verified``: the two files as a resume read and
+        checked them (new card: none); ``read_back``: as ``create`` takes it; ``staging``:
+        for a new card, the directory it is built in, its ``plan.json`` and its
+        ``card.json`` (``card_json_parts``), which the disk thread puts in place first
+        (``_publish``)."""
         self.directory = directory
         self.card = card
         self._plan = plan
@@ -256,7 +257,7 @@ class CardWriter:
             "created_at": _now(),
             "config": config,
             "seeding": {"run_seed": config["identity"]["seed"], **SEEDING},
-            "plan": {"sha256": digest, "count": len(plan)},  # its entries: close puts them in (``_plan_entries``)
+            "plan": {"sha256": digest, "count": len(plan)},  # its entries: ``plan.json``
             **provenance,
             "sessions": [{"started_at": _now(), "ended_at": None, "resumed": False, "written": 0}],
             CHECKPOINT_KEY: {name: parse_jsonl(Path(name), b"").manifest() for name in RECORD_FILES},
@@ -272,11 +273,11 @@ class CardWriter:
             writer = cls(
                 directory,
                 card,
+                plan,
                 set(),
                 fsync_seconds,
                 lock,
                 read_back=read_back,
-                plan=plan,
                 staging=(staging, [memoryview(plan_json)], card_json),
             )
         except BaseException:
@@ -325,7 +326,7 @@ class CardWriter:
         done = {r.plan_id for c in contents.values() for r in c.records}
         if card["schema"] != CARD_SCHEMA:  # an older card, whose card.json held the entries: /4 from here
             write_atomic(directory / PLAN_FILE, [memoryview(plan_json)])  # their sha256 is the card's (checked above)
-            card["plan"]["count"] = len(plan)
+        card["plan"] = {"sha256": digest, "count": len(plan)}  # card.json's: the entries are plan.json's
         card["config"]["execution"] = config["execution"]
         card["config"]["ks"] = config["ks"]
         card["status"] = "running"
@@ -336,7 +337,7 @@ class CardWriter:
         card["sessions"].append({"started_at": _now(), "ended_at": None, "resumed": True, "written": 0})
         write_card_json(directory / CARD_FILE, card)  # the new checkpoint first, then the old journal goes
         (directory / JOURNAL_FILE).unlink(missing_ok=True)
-        return cls(directory, card, done, fsync_seconds, lock, contents, read_back)
+        return cls(directory, card, plan, done, fsync_seconds, lock, contents, read_back)
 
     # -- the EpisodeSink interface ---------------------------------------------------------
     def add(self, outcome: Record) -> None:
@@ -403,8 +404,9 @@ class CardWriter:
     def close(self, status: CardStatus, agent: Mapping[str, Any] | None = None) -> dict[str, Any]:
         """Write and sync what is left, then rewrite ``card.json`` (status ``status``, the
         agent's ``describe()``) with the summary ``summarize_card`` computes from the files
-        on disk, release the card and return ``card.json``'s content. A second call returns
-        it again. Raises ``OSError`` when the last writes or ``card.json`` cannot be written
+        on disk, release the card and return ``card.json``'s content (the plan's entries are
+        ``plan.json``'s: ``read_card_json`` and ``load_card`` put them in). A second call
+        returns it again. Raises ``OSError`` when the last writes or ``card.json`` cannot be written
         (the card stays resumable), and ``CardCorruptError`` as ``summarize_card`` does."""
         if self._closed:
             return self.card
@@ -418,8 +420,7 @@ class CardWriter:
                 if self._read_back is not None:  # it reads the last lines while they are synced
                     wrote = {"episode": self._episodes.wrote(), "drop": self._drops.wrote()}
                     self._read_back.ask(wrote, complete=status == "complete")
-                self._disk.begin(self._sync)
-                self._plan_entries()  # meanwhile: the card this returns holds them, as read (so does a tally here)
+                self._disk.submit(self._sync)
                 self._disk.wait()
             finally:
                 self._disk.close()
@@ -435,7 +436,7 @@ class CardWriter:
                 # An interrupted run may have been cut mid-write (a full disk): that partial
                 # line is an episode the resume runs again, not damage.
                 torn: TornLine = "repair" if status != "complete" else "error"
-                summary = summarize_card(self.directory, self.card, status, torn=torn)
+                summary = summarize_card(self.directory, self._card_as_read(), status, torn=torn)
             self.card.update(summary)
             self.card.pop(CHECKPOINT_KEY, None)
             write_card_json(self.directory / CARD_FILE, self.card)
@@ -475,17 +476,15 @@ class CardWriter:
         if self._read_back is not None:
             self._read_back.stop()
 
-    def _plan_entries(self) -> None:
-        """Put the plan entries in ``card`` as ``read_card_json`` returns them (from
-        ``plan.json``), where ``create`` left none. Why it left none: 10,000 entries are
-        30,000 objects the garbage collector tracks, and held while the run runs they make
-        each full collection in it (one every ~10,000 oracle episodes, ~0.1 s) a fifth
-        slower, and the next come sooner."""
-        plan = self.card["plan"]
-        if "episodes" not in plan:
-            assert self._plan is not None  # create passes it
-            with gc_paused():
-                plan["episodes"] = [p.to_dict() for p in self._plan]
+    def _card_as_read(self) -> dict[str, Any]:
+        """The card as ``read_card_json`` returns it, its plan's entries in it, for a
+        summary computed in this process. Why ``card`` holds none: they are ``plan.json``'s,
+        and building them is most of what close did once the read-back process answered
+        (10,000 entries: 9-16 ms); held while the run runs, their 30,000 objects would
+        make each full garbage collection in it a fifth slower."""
+        with gc_paused():
+            entries = [p.to_dict() for p in self._plan]
+        return {**self.card, "plan": {**self.card["plan"], "episodes": entries}}
 
     def _read_back_summary(self, status: CardStatus) -> dict[str, Any] | None:
         """``summarize_card``'s result as the read-back process computed it from the files

@@ -105,9 +105,6 @@ class DiskThread:
     """
 
     MAX_PENDING = 64
-    #: The longest ``begin`` waits for its job to begin (it has no reason to wait at all
-    #: once the jobs before it ran; this only bounds a thread that died).
-    BEGIN_SECONDS = 1.0
 
     def __init__(self) -> None:
         from concurrent.futures import ThreadPoolExecutor
@@ -123,21 +120,6 @@ class DiskThread:
         if len(self._jobs) >= self.MAX_PENDING:
             self._jobs.popleft().result()
         self._jobs.append(self._executor.submit(self._guarded, job))
-
-    def begin(self, job: Callable[[], None]) -> None:
-        """``submit`` ``job`` and return once it has begun (or after ``BEGIN_SECONDS``), so
-        that what the caller does next runs beside it. Why: a job needs the GIL to begin,
-        and a caller that goes on running Python holds it until the interpreter's switch
-        interval (5 ms) makes it let go; waiting here lets go of it at once. Call it when
-        every job before this one has run (``wait``), else it may wait for them too."""
-        begun = threading.Event()
-
-        def run() -> None:
-            begun.set()
-            job()
-
-        self.submit(run)
-        begun.wait(self.BEGIN_SECONDS)
 
     def _guarded(self, job: Callable[[], None]) -> None:
         if self._failure is None:
