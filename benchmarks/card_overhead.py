@@ -159,7 +159,9 @@ def main() -> None:
         f"  this sitting's noise: the median run is {base_noise * 100:.1f}% slower than the best without a card,"
         f" {card_noise * 100:.1f}% with one (calm: a few percent)"
     )
-    print(f"  once at start (the plan's JSON and hash; card.json is the disk thread's): {create_s / base_s * 100:.1f}%")
+    print(
+        f"  once at start (the plan's JSON and hash; its files are the disk thread's): {create_s / base_s * 100:.1f}%"
+    )
     print(f"  per episode while the run runs (serialize, append, fsync): {streaming * 100:.1f}%")
     print(f"  once at close (read-back, checksums, accounting, views): {close_s / base_s * 100:.1f}%")
     print(f"episodes.jsonl: {card[-1]['bytes'] / 1e6:.1f} MB, {card[-1]['bytes'] / episodes:.0f} bytes per episode")
