@@ -56,6 +56,7 @@ from frostgym.cards.store import (
     read_json,
     read_jsonl,
     write_atomic,
+    write_json_atomic,
     write_synced,
 )
 from frostgym.cards.tally import Tally, check_ids, excluded_count
@@ -146,7 +147,7 @@ class CardWriter:
         entries ``plan.json`` holds); ``verified``: the two files as a resume read and
         checked them (new card: none); ``read_back``: as ``create`` takes it; ``staging``:
         for a new card, the directory it is built in, its ``plan.json`` and its
-        ``card.json`` (``card_json_parts``), which the disk thread puts in place first
+        ``card.json`` (``store.json_parts``), which the disk thread puts in place first
         (``_publish``)."""
         self.directory = directory
         self.card = card
@@ -262,7 +263,7 @@ class CardWriter:
             "sessions": [{"started_at": _now(), "ended_at": None, "resumed": False, "written": 0}],
             CHECKPOINT_KEY: {name: parse_jsonl(Path(name), b"").manifest() for name in RECORD_FILES},
         }
-        card_json = card_json_parts(card)  # a value no JSON holds is refused here, before any file
+        card_json = json_parts(card)  # a value no JSON holds is refused here, before any file
         directory.parent.mkdir(parents=True, exist_ok=True)
         _remove_abandoned_builds(directory)
         staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}{_STAGING}", dir=directory.parent))
@@ -335,7 +336,7 @@ class CardWriter:
             card.pop(stale, None)
         card[CHECKPOINT_KEY] = {name: c.manifest() for name, c in contents.items()}
         card["sessions"].append({"started_at": _now(), "ended_at": None, "resumed": True, "written": 0})
-        write_card_json(directory / CARD_FILE, card)  # the new checkpoint first, then the old journal goes
+        write_json_atomic(directory / CARD_FILE, card)  # the new checkpoint first, then the old journal goes
         (directory / JOURNAL_FILE).unlink(missing_ok=True)
         return cls(directory, card, plan, done, fsync_seconds, lock, contents, read_back)
 
@@ -439,7 +440,7 @@ class CardWriter:
                 summary = summarize_card(self.directory, self._card_as_read(), status, torn=torn)
             self.card.update(summary)
             self.card.pop(CHECKPOINT_KEY, None)
-            write_card_json(self.directory / CARD_FILE, self.card)
+            write_json_atomic(self.directory / CARD_FILE, self.card)
             self._journal.close()
             superseded = [self.directory / JOURNAL_FILE, *(crc_sidecar(self.directory / n) for n in RECORD_FILES)]
             for path in superseded:  # the checksums in card.json supersede them
@@ -503,19 +504,6 @@ class CardWriter:
             "files": {EPISODES_FILE: files["episode"], DROPS_FILE: files["drop"]},
             **{key: reply[key] for key in ("graders", "accounting", "views")},
         }
-
-
-def write_card_json(path: Path, card: Mapping[str, Any]) -> None:
-    """Write ``card.json`` atomically (``card_json_parts``)."""
-    write_atomic(path, card_json_parts(card))
-
-
-def card_json_parts(card: Mapping[str, Any]) -> list[memoryview]:
-    """``card.json``'s content: ``card`` without its plan entries (``plan.json`` holds
-    them), in the parts ``store.write_atomic`` writes. Raises what orjson raises for a value
-    no JSON can hold."""
-    plan = {key: value for key, value in card["plan"].items() if key != "episodes"}
-    return json_parts({**card, "plan": plan})
 
 
 def _lock(directory: Path) -> int:
