@@ -451,12 +451,22 @@ def _edit_plan_entry(out: Path) -> None:
     (out / "plan.json").write_bytes(orjson.dumps(entries))
 
 
+def _plan_hashed_in_card(out: Path, data: bytes) -> None:
+    """``plan.json`` replaced, and ``card.json``'s plan hash edited to match it."""
+    (out / "plan.json").write_bytes(data)
+    card = json.loads((out / "card.json").read_text())
+    card["plan"]["sha256"] = hashlib.sha256(data).hexdigest()
+    (out / "card.json").write_text(json.dumps(card))
+
+
 @pytest.mark.parametrize(
     ("edit", "expected"),
     [
         (_edit_plan_entry, "does not match the plan's sha256"),
         (lambda out: (out / "plan.json").unlink(), "plan.json is missing"),
         (lambda out: (out / "plan.json").write_bytes(b"[]"), "does not match the plan's sha256"),
+        (lambda out: _plan_hashed_in_card(out, b"[1, 2"), "plan.json is not JSON"),
+        (lambda out: _plan_hashed_in_card(out, b"[]"), "does not hold the 6 entries card.json counts"),
     ],
 )
 def test_an_edited_or_missing_plan_file_is_named_in_one_line(tmp_path: Path, edit: Any, expected: str) -> None:
@@ -465,8 +475,8 @@ def test_an_edited_or_missing_plan_file_is_named_in_one_line(tmp_path: Path, edi
     card's records were played from."""
     out = tmp_path / "c"
     _run(out, OracleAgent())
-    before = (out / "card.json").read_bytes()
     edit(out)
+    before = (out / "card.json").read_bytes()
     for args in (["replay", str(out)], ["summary", str(out)]):
         result = _cli(*args)
         assert result.returncode == 2 and expected in _no_traceback(result)

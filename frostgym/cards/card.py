@@ -407,8 +407,9 @@ class CardWriter:
         agent's ``describe()``) with the summary ``summarize_card`` computes from the files
         on disk, release the card and return ``card.json``'s content (the plan's entries are
         ``plan.json``'s: ``read_card_json`` and ``load_card`` put them in). A second call
-        returns it again. Raises ``OSError`` when the last writes or ``card.json`` cannot be written
-        (the card stays resumable), and ``CardCorruptError`` as ``summarize_card`` does."""
+        returns it again. Raises ``OSError`` when the last writes or ``card.json`` cannot be
+        written (the card stays resumable), and ``CardCorruptError`` as ``summarize_card``
+        does."""
         if self._closed:
             return self.card
         self.wait_until_in_place()
@@ -636,7 +637,10 @@ def _read_plan_entries(path: Path, sha256: str, count: int) -> list[Any]:
         raise CardCorruptError(f"{path} is missing: the card's plan is not there") from error
     if hashlib.sha256(data).hexdigest() != sha256:
         raise CardCorruptError(f"{path} does not match the plan's sha256 in card.json: edited after the run?")
-    entries = orjson.loads(data)  # the bytes hashed: valid JSON, as written
+    try:
+        entries = orjson.loads(data)  # valid JSON as written, unless card.json's hash was edited to match
+    except orjson.JSONDecodeError as error:
+        raise CardCorruptError(f"{path} is not JSON ({error}): edited after the run?") from error
     if not isinstance(entries, list) or len(entries) != count:
         raise CardCorruptError(f"{path} does not hold the {count} entries card.json counts")
     return entries
