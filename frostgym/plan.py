@@ -37,8 +37,8 @@ SEEDING = {
 class PlannedEpisode:
     """One episode of a plan: which task, which sample of it, its seed and how that seed
     was derived. Its fields are declared in sorted order, so orjson encodes it as its
-    entry's sorted-key JSON, the form ``plan_sha256`` hashes: a card encodes its plan once,
-    for ``card.json`` and for the hash alike (``plan_json_and_sha256``)."""
+    entry's sorted-key JSON: a card encodes its plan once, for ``plan.json`` and for the
+    plan's hash alike (``plan_json_and_sha256``)."""
 
     difficulty: str | None
     env_id: str
@@ -188,19 +188,9 @@ def _twin(env: FrozenEnv, env_id: str, task: Task) -> Task:
         raise ValueError(f"{env_id} cannot play twins (--twins): {error}") from error
 
 
-def plan_sha256(plan: Sequence[PlannedEpisode] | Sequence[Mapping[str, Any]]) -> str:
-    """Hash of the plan entries: their sorted-key JSON, via orjson (a 10k-episode plan
-    hashes in ~2 ms, where ``json.dumps(sort_keys=True)`` takes fifty times that). Planned
-    episodes encode as that JSON as they are (``PlannedEpisode``), entries read from a
-    card have their keys sorted."""
-    episodes = [p for p in plan if isinstance(p, PlannedEpisode)]
-    if len(episodes) == len(plan):
-        return plan_json_and_sha256(episodes)[1]
-    return hashlib.sha256(orjson.dumps(list(plan), option=orjson.OPT_SORT_KEYS)).hexdigest()
-
-
 def plan_json_and_sha256(plan: Sequence[PlannedEpisode]) -> tuple[bytes, str]:
-    """The plan's entries as ``card.json`` holds them (one compact JSON array) and their
-    ``plan_sha256``, from one encoding: a card's create does both, on every large run."""
+    """The plan's entries as ``plan.json`` holds them (one compact JSON array of each
+    entry's sorted-key JSON) and their sha256, the plan's hash, from one encoding: a card's
+    create does both, and a resume recomputes both to prove it finishes the same plan."""
     data = orjson.dumps(plan)
     return data, hashlib.sha256(data).hexdigest()

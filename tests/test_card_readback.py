@@ -28,7 +28,7 @@ from frostgym.cards.readback import MAX_BYTES_BEHIND, ReadBack, Tail
 from frostgym.cards.run import card_config
 from frostgym.cards.store import CardCorruptError, crc_sidecar, read_jsonl
 from frostgym.core.episode import head_from_line
-from frostgym.plan import PlannedEpisode, make_plan, plan_sha256
+from frostgym.plan import PlannedEpisode, make_plan, plan_json_and_sha256
 from frostgym.runner import RunOptions, run_plan
 
 ENVS = ["frostgym/Arithmetic-v0", "frostgym/Fractions-v0"]
@@ -234,15 +234,15 @@ def test_the_plan_a_card_writes_from_its_episodes_is_their_entries(tmp_path: Pat
     holds. ``close`` returns ``card.json``'s content, which holds only the plan's hash and size."""
     plan, config = _plan()
     entries = [p.to_dict() for p in plan]
-    assert orjson.dumps(plan) == orjson.dumps(entries)
-    assert plan_sha256(plan) == plan_sha256(entries)
+    plan_json, digest = plan_json_and_sha256(plan)
+    assert plan_json == orjson.dumps(entries) == orjson.dumps(entries, option=orjson.OPT_SORT_KEYS)
     writer = CardWriter.create(tmp_path / "card", config=config, plan=plan, provenance={}, read_back=False)
     run_plan(plan, OracleAgent(), writer, OPTIONS)
     card = writer.close("complete")
     assert card == orjson.loads((tmp_path / "card" / "card.json").read_bytes())
-    assert card["plan"] == {"sha256": plan_sha256(entries), "count": len(plan)}
+    assert card["plan"] == {"sha256": digest, "count": len(plan)}
     assert read_card_json(tmp_path / "card")["plan"] == {**card["plan"], "episodes": entries}
-    assert orjson.loads((tmp_path / "card" / PLAN_FILE).read_bytes()) == entries
+    assert (tmp_path / "card" / PLAN_FILE).read_bytes() == plan_json
 
 
 def test_the_plans_last_lines_are_handed_over_before_close(tmp_path: Path) -> None:
