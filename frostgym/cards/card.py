@@ -50,7 +50,7 @@ from frostgym.cards.store import (
     fill_unknown_crcs,
     fsync_directory,
     gc_paused,
-    json_parts,
+    json_bytes,
     manifest_problem,
     parse_jsonl,
     read_json,
@@ -141,13 +141,13 @@ class CardWriter:
         lock: int | None = None,
         verified: Mapping[str, JsonlContents[Any]] | None = None,
         read_back: bool | None = None,
-        staging: tuple[Path, list[memoryview], list[memoryview]] | None = None,
+        staging: tuple[Path, bytes, bytes] | None = None,
     ) -> None:
         """``card``: ``card.json``'s content, without the plan's entries (``plan``, whose
         entries ``plan.json`` holds); ``verified``: the two files as a resume read and
         checked them (new card: none); ``read_back``: as ``create`` takes it; ``staging``:
         for a new card, the directory it is built in, its ``plan.json`` and its
-        ``card.json`` (``store.json_parts``), which the disk thread puts in place first
+        ``card.json`` (``store.json_bytes``), which the disk thread puts in place first
         (``_publish``)."""
         self.directory = directory
         self.card = card
@@ -196,7 +196,7 @@ class CardWriter:
             )
         return self._read_back is not None
 
-    def _publish(self, plan_json: list[memoryview], card_json: list[memoryview], read_back: bool) -> None:
+    def _publish(self, plan_json: bytes, card_json: bytes, read_back: bool) -> None:
         """A new card's first job on the disk thread: its ``plan.json`` and ``card.json``
         written and synced in the staging directory, which is then renamed into place, and
         the read-back process started on it. Every line is written by a later job on the
@@ -263,7 +263,7 @@ class CardWriter:
             "sessions": [{"started_at": _now(), "ended_at": None, "resumed": False, "written": 0}],
             CHECKPOINT_KEY: {name: parse_jsonl(Path(name), b"").manifest() for name in RECORD_FILES},
         }
-        card_json = json_parts(card)  # a value no JSON holds is refused here, before any file
+        card_json = json_bytes(card)  # a value no JSON holds is refused here, before any file
         directory.parent.mkdir(parents=True, exist_ok=True)
         _remove_abandoned_builds(directory)
         staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}{_STAGING}", dir=directory.parent))
@@ -279,7 +279,7 @@ class CardWriter:
                 fsync_seconds,
                 lock,
                 read_back=read_back,
-                staging=(staging, [memoryview(plan_json)], card_json),
+                staging=(staging, plan_json, card_json),
             )
         except BaseException:
             os.close(lock)
@@ -326,7 +326,7 @@ class CardWriter:
             raise
         done = {r.plan_id for c in contents.values() for r in c.records}
         if card["schema"] != CARD_SCHEMA:  # an older card, whose card.json held the entries: /4 from here
-            write_atomic(directory / PLAN_FILE, [memoryview(plan_json)])  # their sha256 is the card's (checked above)
+            write_atomic(directory / PLAN_FILE, plan_json)  # their sha256 is the card's (checked above)
         card["plan"] = {"sha256": digest, "count": len(plan)}  # card.json's: the entries are plan.json's
         card["config"]["execution"] = config["execution"]
         card["config"]["ks"] = config["ks"]

@@ -142,9 +142,10 @@ def main(argv: Sequence[str]) -> int:
     """The read-back process: tail the files until the writer's request, answer it, exit."""
     gc.disable()  # a short life of acyclic data
     card_json, plan_json, episodes, drops = (Path(a) for a in argv)
-    config = read_json(card_json)["config"]  # as the writer wrote them before starting this process
-    tally = Tally(read_json(plan_json), config["ks"], excluded_count(config))  # the entries' memory then
-    # goes to the heads read next, not to fresh pages
+    # Both as the writer wrote them before starting this process; the plan entries are let go
+    # as the tally is built, so their memory goes to the heads read next, not to fresh pages.
+    config = read_json(card_json)["config"]
+    tally = Tally(read_json(plan_json), config["ks"], excluded_count(config))
     tails = {
         kind: Tail(path, partial(head_from_line, kind=kind))
         for kind, path in zip(KINDS, (episodes, drops), strict=True)

@@ -22,7 +22,7 @@ import os
 import threading
 import zlib
 from collections import deque
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -531,21 +531,21 @@ def _write_all(fd: int, data: memoryview) -> None:
 def write_json_atomic(path: Path, obj: Any) -> None:
     """Replace ``path`` with ``obj`` as pretty JSON, so that readers see the old file or
     the new one, never a mix."""
-    write_atomic(path, json_parts(obj))
+    write_atomic(path, json_bytes(obj))
 
 
-def json_parts(obj: Any) -> list[memoryview]:
-    """``obj`` as pretty JSON, in the parts ``write_atomic`` writes one after the other.
-    Raises what orjson raises for a value no JSON can hold, before anything is written."""
-    return [memoryview(orjson.dumps(obj, default=_fallback, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE))]
+def json_bytes(obj: Any) -> bytes:
+    """``obj`` as pretty JSON, as ``write_json_atomic`` writes it. Raises what orjson
+    raises for a value no JSON can hold, before anything is written."""
+    return orjson.dumps(obj, default=_fallback, option=orjson.OPT_INDENT_2 | orjson.OPT_APPEND_NEWLINE)
 
 
-def write_atomic(path: Path, parts: Sequence[memoryview]) -> None:
-    """Replace ``path`` with ``parts``, synced, so that readers see the old file or the new
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data``, synced, so that readers see the old file or the new
     one, never a mix (and after a power cut, the new one only once this returned)."""
     tmp = path.with_name(f".{path.name}.tmp")
     try:
-        write_synced(tmp, parts)
+        write_synced(tmp, data)
         tmp.replace(path)
     except BaseException:  # a full disk: leave the old file and no debris
         tmp.unlink(missing_ok=True)
@@ -553,14 +553,13 @@ def write_atomic(path: Path, parts: Sequence[memoryview]) -> None:
     fsync_directory(path.parent)
 
 
-def write_synced(path: Path, parts: Sequence[memoryview]) -> None:
-    """Create (or truncate) ``path`` and write ``parts`` to it, synced: for a file in a
+def write_synced(path: Path, data: bytes) -> None:
+    """Create (or truncate) ``path`` and write ``data`` to it, synced: for a file in a
     directory nothing reads yet (a card being built), where no reader can see it half
     written. Its directory entry is durable once the directory is synced."""
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     try:
-        for part in parts:
-            _write_all(fd, part)
+        _write_all(fd, memoryview(data))
         os.fsync(fd)
     finally:
         os.close(fd)
