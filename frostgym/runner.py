@@ -34,6 +34,7 @@ from frostgym.core.episode import (
     split_step_info,
     stored_action,
 )
+from frostgym.core.errors import BackendLostError
 from frostgym.core.messages import Action, Observation, copy_messages
 from frostgym.core.seeding import derive_seed
 from frostgym.core.splits import Split
@@ -213,8 +214,9 @@ def run_plan(
     Nothing one episode does stops the run: an agent or env exception, a grader bug, a
     sandbox kill or a replay miss becomes that episode's drop (``Drop``, with the
     traceback), retried first when ``options.retries`` allows. What does stop it is raised:
-    an exception from ``sink`` (a full disk), from ``on_outcome``, or ``KeyboardInterrupt``;
-    every env is closed first."""
+    an exception from ``sink`` (a full disk), from ``on_outcome``, ``KeyboardInterrupt``, or
+    ``BackendLostError`` from the backend (its episodes under way are not recorded, so a
+    resume plays them); every env is closed first."""
     options = options or RunOptions()
     envs = envs or LocalEnvs()
     _Run(agent, sink, options, on_outcome, envs).run(plan, skip or {})
@@ -281,11 +283,16 @@ class _Run:
                 if free
                 else self.envs.make_env(planned.env_id, self.options.split, self.options.kwargs_for(planned.env_id))
             )
+        except BackendLostError:
+            raise
         except Exception as error:
             self.fail(attempt, failure_of(error, "env", "infra_error"), None, queue)
             return None
         try:
             observation, info = env.reset(seed=planned.seed, options={"task_id": planned.task_id})
+        except BackendLostError:
+            env.close()
+            raise
         except Exception as error:
             env.close()
             self.fail(attempt, failure_of(error, "reset", "infra_error"), None, queue)
@@ -358,6 +365,8 @@ class _Run:
         began = time.perf_counter()
         try:
             observation, reward, terminated, truncated, info = item.env.step(reply.action)
+        except BackendLostError:
+            raise
         except Exception as error:
             return failure_of(error, "step", "infra_error")
         rest, calls, results, grade = split_step_info(info)

@@ -80,7 +80,7 @@ def test_structured_action_with_content_is_accepted() -> None:
 def test_constructor_arguments_are_checked() -> None:
     with pytest.raises(ValueError, match="max_turns"):
         make_env(ENV, max_turns=0)
-    with pytest.raises(ValueError, match="unknown split"):
+    with pytest.raises(ValueError, match="'split' must be one of 'train', 'dev', 'test', 'private'"):
         make_env(ENV, split="validation")
     with pytest.raises(ValueError, match="render_mode"), pytest.warns(UserWarning, match="render_mode"):
         make_env(ENV, render_mode="human")

@@ -121,3 +121,55 @@ def test_remote_envs_in_a_vector_env_equal_local_ones(server: ServerThread) -> N
     finally:
         remote.close()
         local.close()
+
+
+def test_a_killed_server_interrupts_the_run_and_resume_finishes_it(tmp_path: Path) -> None:
+    """SIGKILL of ``frostgym serve`` during ``frostgym eval --backend remote``: the eval stops
+    with one line naming the backend (exit 2), the card is ``interrupted`` with no episode
+    charged an ``infra_error``, and ``--resume`` against a restarted server finishes the plan."""
+    import json
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from tests.test_serve_faults import ROOT, Served
+
+    served = Served("--env", "frostgym/Arithmetic-v0", "--allow-oracle", "--log-level", "warning")
+    out = tmp_path / "card"
+    command = [sys.executable, "-m", "frostgym.cli", "eval", "--env", "frostgym/Arithmetic-v0", "--agent", "oracle"]
+    command += ["--all", "--samples", "15", "--backend", "remote", "--address", served.url, "--out", str(out)]
+    evaluating = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    try:
+        episodes = out / "episodes.jsonl"
+        deadline = time.monotonic() + 120
+        while not (episodes.exists() and episodes.stat().st_size > 200_000):
+            assert evaluating.poll() is None, evaluating.communicate()[0].decode()
+            assert time.monotonic() < deadline, "the run did not get going"
+            time.sleep(0.05)
+        served.process.send_signal(signal.SIGKILL)
+        killed = time.monotonic()
+        output = evaluating.communicate(timeout=120)[0].decode()
+        stopped_after = time.monotonic() - killed
+    finally:
+        if evaluating.poll() is None:
+            evaluating.kill()
+        served.stop()
+    assert evaluating.returncode == 2, output
+    assert "Traceback" not in output, output
+    lost = [line for line in output.splitlines() if "unreachable" in line]
+    assert len(lost) == 1 and "--backend remote" in lost[0] and "--resume" in lost[0], output
+    assert stopped_after < 60, "the run stopped soon after the server was lost"
+    card = json.loads((out / "card.json").read_text())
+    assert card["status"] == "interrupted", card["status"]
+    drops = [json.loads(line) for line in (out / "drops.jsonl").read_text().splitlines() if line.strip()]
+    assert not [d for d in drops if d["drop"]["drop_class"] == "infra_error"], drops[:3]
+
+    restarted = Served("--env", "frostgym/Arithmetic-v0", "--allow-oracle", "--log-level", "warning", port=served.port)
+    try:
+        resumed = subprocess.run([*command, "--resume"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    finally:
+        restarted.stop()
+    assert resumed.returncode == 0, resumed.stdout + resumed.stderr
+    card, finished, drops_after = load_card(out)
+    assert card["status"] == "complete" and len(finished) == 3000 and not drops_after

@@ -14,6 +14,8 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from frostgym.commands.options import finite_float
+
 EXIT_ERROR = 2
 
 
@@ -39,13 +41,22 @@ def serve_cmd(
             "needs it)."
         ),
     ] = False,
+    allow_wider_limits: Annotated[
+        bool,
+        typer.Option(
+            help="Let clients set an env's resource limits (Code-v0's cpu_seconds, memory_mb) above their "
+            "defaults; without it such env_kwargs are refused (403)."
+        ),
+    ] = False,
     idle_timeout: Annotated[
-        float, typer.Option(min=0.001, metavar="SECONDS", help="Close a session unused this long.")
+        float, typer.Option(parser=finite_float(min=0.001), metavar="SECONDS", help="Close a session unused this long.")
     ] = 600.0,
     step_timeout: Annotated[
         float,
         typer.Option(
-            min=0.001, metavar="SECONDS", help="Longest one reset or step may run; past it, 408 and the session closes."
+            parser=finite_float(min=0.001),
+            metavar="SECONDS",
+            help="Longest one reset or step may run; past it, 408, the session closes and its work is stopped.",
         ),
     ] = 120.0,
     max_body_bytes: Annotated[
@@ -75,6 +86,7 @@ def serve_cmd(
             max_sessions=max_sessions,
             token=token_from(token),
             allow_oracle=allow_oracle,
+            allow_wider_limits=allow_wider_limits,
             idle_timeout_s=idle_timeout,
             step_timeout_s=step_timeout,
             max_body_bytes=max_body_bytes,

@@ -18,11 +18,12 @@ import dataclasses
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, SupportsFloat
+from typing import Any, ClassVar, Self, SupportsFloat
 
 import gymnasium
 import orjson
 
+from frostgym.core.arguments import check_env_arguments
 from frostgym.core.episode import Drop
 from frostgym.core.errors import EpisodeNotActiveError, InvalidActionError, UnknownTaskError
 from frostgym.core.fixture_lock import package_lock_file, verified_fixture_sha256, verified_twins
@@ -103,6 +104,17 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
     #: its task source (``TaskSource.distributions``); see ``distributions``.
     grader_distributions: ClassVar[tuple[str, ...]] = ()
 
+    #: Keyword arguments that bound the work one call may do (a sandbox's CPU seconds, rows
+    #: shown): a server lets its clients narrow them, never widen them past their defaults,
+    #: unless its operator allows it (``frostgym serve --allow-wider-limits``).
+    limit_kwargs: ClassVar[frozenset[str]] = frozenset()
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> Self:
+        # One check of every argument against ``__init__``'s annotations, for every way an env
+        # is made (``gym.make``, the CLI, a server): a wrong type is refused before any episode.
+        check_env_arguments(cls, args, kwargs)
+        return super().__new__(cls)
+
     @property
     def distributions(self) -> tuple[str, ...]:
         """Every installed distribution whose version can change this env's episodes or
@@ -161,6 +173,14 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
     @abstractmethod
     def oracle_action(self) -> Action:
         """The gold action for the current step of the current episode."""
+
+    def interrupt(self) -> None:
+        """Ask a ``reset`` or ``step`` running on another thread to stop as soon as it can
+        (a server calls it when a call ran past its deadline); that call then returns or
+        raises at once, and this env is closed after it. Safe from any thread, and a no-op
+        when nothing runs. The default does nothing: a family whose calls are bounded by
+        their own limits needs nothing more; one that waits on outside work (a sandbox)
+        overrides it to stop that work."""
 
     # -- gymnasium API ---------------------------------------------------------------
     def reset(

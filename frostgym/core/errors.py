@@ -79,3 +79,29 @@ class SandboxCrashError(FrostgymError, RuntimeError):
     """The sandbox itself failed (could not start, lost its worker): infrastructure."""
 
     drop_class: DropClass | None = "infra_error"
+
+
+class BackendLostError(FrostgymError, ConnectionError):
+    """The place a run's envs live (an env server, a Ray cluster) can no longer be reached.
+
+    Not a property of any episode, so never a drop: the runner stops, the card is closed as
+    ``interrupted``, and a resume against the restored backend plays what is left. Raise it
+    only once the backend itself is known to be gone (a failed health probe, a dead cluster);
+    a single lost connection to a backend that still answers is an episode's ``infra_error``.
+    """
+
+
+class EnvArgumentError(FrostgymError, ValueError):
+    """An env was asked to be made with an argument it does not take, or with a value that is
+    not of the argument's declared type (``frostgym.core.arguments``). The message names the
+    argument and the type expected."""
+
+
+class CardLockedError(FrostgymError, RuntimeError):
+    """Another process holds the card's lock, so it is writing that card: a second writer
+    would interleave its lines with the first's. ``pid`` is the holder's, as the lock file
+    names it (None when it names none)."""
+
+    def __init__(self, message: str, pid: int | None = None) -> None:
+        super().__init__(message)
+        self.pid = pid

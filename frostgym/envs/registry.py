@@ -123,6 +123,16 @@ def register_envs(entries: Iterable[EnvEntry] = ENTRIES) -> None:
             gymnasium.register(id=e.id, entry_point=e.entry_point, kwargs=dict(e.kwargs))
 
 
+def env_class(env_id: str) -> type:
+    """The class (or factory) ``gymnasium.make(env_id)`` calls, without making an env.
+    Raises what ``gymnasium.spec`` raises for an unknown id."""
+    from gymnasium.envs.registration import load_env_creator
+
+    entry_point = gymnasium.spec(env_id).entry_point
+    creator = load_env_creator(entry_point) if isinstance(entry_point, str) else entry_point
+    return cast("type", creator)
+
+
 def make_env(env_id: str, split: Split | str | None, env_kwargs: Mapping[str, Any]) -> FrozenEnv:
     """The env behind ``env_id`` on ``split`` (of several, comma-separated, the first: a
     runner picks each episode's task, and so its split, by task id; None: the env's own

@@ -13,6 +13,7 @@ one, else kept as the string written; values hold no ``,``, ``[`` or ``]``.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -101,7 +102,10 @@ def _arguments(spec: str, inner: str) -> dict[str, Any]:
             raise EnvSpecError(f"env spec {spec!r}: {item.strip()!r} is not key=value")
         if key in kwargs:
             raise EnvSpecError(f"env spec {spec!r} gives {key!r} twice")
-        kwargs[key] = _value(raw.strip())
+        value = _value(raw.strip())
+        if isinstance(value, float) and not math.isfinite(value):
+            raise EnvSpecError(f"env spec {spec!r}: {key}={raw.strip()} is not a finite number")
+        kwargs[key] = value
     return kwargs
 
 

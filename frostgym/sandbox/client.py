@@ -101,6 +101,7 @@ class SandboxJob:
         self._value_overflow = False
         host_end, task_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self._sock = host_end
+        sandbox._job = self  # from here on ``Sandbox.interrupt`` reaches it, its load included
         try:
             sandbox._send_run({"op": "run", "mode": mode, "source": source, "limits": limits.wire()}, task_end.fileno())
         finally:
@@ -108,6 +109,14 @@ class SandboxJob:
         # From the hand-over on: (re)starting a server on first use is not the job's time.
         self.deadline = time.monotonic() + limits.wall_budget
         self._await_load()
+
+    def interrupt(self) -> None:
+        """From any thread: end the job now, as a ``timeout``. The waiting call sees its
+        channel closed, and ``finish`` has the fork server kill the task process."""
+        self._host_reason = "timeout"
+        self.deadline = time.monotonic()
+        with contextlib.suppress(OSError):  # already closed: the job is over
+            self._sock.shutdown(socket.SHUT_RDWR)
 
     # -- the conversation with the task process --------------------------------------------
 
@@ -269,6 +278,7 @@ class Sandbox:
         self.info: ServerInfo | None = None
         self._lock = threading.Lock()
         self.restarts = 0
+        self._job: SandboxJob | None = None  # the job under way, for ``interrupt``
 
     # -- lifecycle --------------------------------------------------------------------
 
@@ -331,8 +341,16 @@ class Sandbox:
         try:
             return SandboxJob(self, source, limits or self.limits, mode)
         except BaseException:
+            self._job = None
             self._lock.release()
             raise
+
+    def interrupt(self) -> None:
+        """From any thread: end the job under way now, as a ``timeout`` (see
+        ``SandboxJob.interrupt``); nothing when none is."""
+        job = self._job
+        if job is not None:
+            job.interrupt()
 
     def run_script(self, source: str, limits: SandboxLimits | None = None) -> JobResult:
         """Run ``source`` as a program to its end."""
@@ -353,6 +371,7 @@ class Sandbox:
         try:
             return self._finish_locked(job)
         finally:
+            self._job = None
             self._lock.release()
 
     def _finish_locked(self, job: SandboxJob) -> JobResult:

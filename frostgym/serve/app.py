@@ -43,11 +43,13 @@ import binascii
 import contextlib
 import hmac
 import inspect
+import logging
 from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi import FastAPI, Request, WebSocket, WebSocketDisconnect
 from fastapi.responses import Response
+from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from frostgym.serve import wire
@@ -56,6 +58,7 @@ from frostgym.serve.sessions import Session, SessionTable
 from frostgym.serve.wire import WireError
 from frostgym.version import __version__
 
+LOG = logging.getLogger("uvicorn.error")  # the server's own log, where uvicorn writes its lines
 #: WebSocket close code after a timeout (a step past its deadline, or a session idle too long).
 CLOSE_TIMEOUT = 4408
 #: Most bytes of an over-long body read (and dropped) before the 413 is sent, so a client that
@@ -87,18 +90,18 @@ def create_app(config: ServeConfig) -> ASGIApp:
     @app.post("/reset")
     async def reset(request: Request) -> Response:
         body = await _body(request, config)
-        parsed = wire.parse_reset(None if not body else wire.loads(body))
+        parsed = wire.parse_reset(None if not body else wire.loads_request(body))
         return _json(await table.on_http_session(parsed.session_id, lambda session: table.reset(session, parsed)))
 
     @app.post("/step")
     async def step(request: Request) -> Response:
-        parsed = wire.parse_step(wire.loads(await _body(request, config)))
+        parsed = wire.parse_step(wire.loads_request(await _body(request, config)))
         return _json(await table.step(table.get(parsed.session_id), parsed.action, parsed.timeout_s))
 
     @app.post("/make")
     async def make(request: Request) -> Response:
         body = await _body(request, config)
-        data = None if not body else wire.loads(body)
+        data = None if not body else wire.loads_request(body)
         env_id, env_kwargs = wire.parse_make(data)
         session_id = wire.session_id_of(data) if isinstance(data, dict) else None
         return _json(await table.on_http_session(session_id, lambda session: table.make(session, env_id, env_kwargs)))
@@ -187,7 +190,7 @@ async def _serve_socket(socket: WebSocket, session: Session, table: SessionTable
             return
         raw: str | bytes = message.get("text") or message.get("bytes") or b""
         try:
-            reply = await _answer(wire.loads(raw), session, table)
+            reply = await _answer(wire.loads_request(raw), session, table)
         except WireError as error:
             await socket.send_text(_ws_error(error))
             if error.code == wire.STEP_TIMEOUT:
@@ -244,19 +247,24 @@ async def _body(request: Request, config: ServeConfig) -> bytes:
     that declares its length is refused before this, by ``Guard``)."""
     chunks: list[bytes] = []
     size = 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > config.max_body_bytes:
-            raise WireError(
-                413, wire.TOO_LARGE, f"the body is over the server's limit of {config.max_body_bytes} bytes"
-            )
-        chunks.append(chunk)
+    try:
+        async for chunk in request.stream():
+            size += len(chunk)
+            if size > config.max_body_bytes:
+                raise WireError(
+                    413, wire.TOO_LARGE, f"the body is over the server's limit of {config.max_body_bytes} bytes"
+                )
+            chunks.append(chunk)
+    except ClientDisconnect:  # ordinary client behaviour: one line in the log, no traceback
+        client = f"{request.client.host}:{request.client.port}" if request.client else "a client"
+        LOG.info("%s left before its body of %s %s was read", client, request.method, request.url.path)
+        raise WireError(400, wire.CLIENT_GONE, "the client left before its body was read") from None
     return b"".join(chunks)
 
 
 async def _session_field(request: Request, config: ServeConfig) -> str | None:
     body = await _body(request, config)
-    data = None if not body else wire.loads(body)
+    data = None if not body else wire.loads_request(body)
     if data is None:
         return None
     if not isinstance(data, dict) or set(data) - {"session_id"}:

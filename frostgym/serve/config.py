@@ -7,6 +7,7 @@ settings; each limit is validated here so a bad value fails at start, never mid-
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -36,7 +37,10 @@ class ServeConfig:
     carry (None: none needed); ``allow_oracle`` whether clients are trusted with gold (oracle
     actions, and grade ``details``, which quote gold answers); ``idle_timeout_s`` how long a
     session may sit unused before it is closed; ``step_timeout_s`` the longest one reset or step
-    may run; ``max_body_bytes`` the largest request body or WebSocket message.
+    may run; ``max_body_bytes`` the largest request body or WebSocket message;
+    ``allow_wider_limits`` whether clients may set an env's resource limits (its
+    ``limit_kwargs``: Code-v0's ``cpu_seconds``, ``memory_mb``) above their defaults (by default
+    they may only narrow them: the limits are the operator's).
 
     Raises ``ServeConfigError`` for a limit below its minimum, an unknown env id or an empty token.
     """
@@ -50,6 +54,7 @@ class ServeConfig:
     idle_timeout_s: float = 600.0
     step_timeout_s: float = 120.0
     max_body_bytes: int = 4 * 1024 * 1024
+    allow_wider_limits: bool = False
     served: tuple[str, ...] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -66,8 +71,11 @@ class ServeConfig:
             raise ServeConfigError(f"an env id is given twice: {', '.join(self.env_ids)}")
         if self.max_sessions < 1:
             raise ServeConfigError(f"max_sessions must be >= 1, got {self.max_sessions}")
-        if self.idle_timeout_s <= 0 or self.step_timeout_s <= 0:
-            raise ServeConfigError("idle and step timeouts must be > 0 seconds")
+        if not all(math.isfinite(t) and t > 0 for t in (self.idle_timeout_s, self.step_timeout_s)):
+            raise ServeConfigError(
+                f"idle and step timeouts must be finite and > 0 seconds, got {self.idle_timeout_s!r} and "
+                f"{self.step_timeout_s!r}"
+            )
         if self.max_body_bytes < 1024:
             raise ServeConfigError(f"max_body_bytes must be >= 1024, got {self.max_body_bytes}")
         if not 0 <= self.port <= 65535:

@@ -12,9 +12,16 @@ everything that touches an env happens here, under the rules every transport sha
 - **Limits.** At most ``max_sessions`` sessions at once (429 past that, never a 5xx); an HTTP
   session unused for ``idle_timeout_s`` is closed (a WebSocket one by its connection, see the
   app); one make, reset or step may run ``step_timeout_s`` (or the client's shorter
-  ``timeout_s``): past it the answer is 408 and the session is closed. The call cannot be
-  killed (it is a thread), so its env is closed when it returns, and it keeps counting against
-  ``max_sessions`` until then: stuck calls cannot pile up past the cap.
+  ``timeout_s``): past it the answer is 408, the session is closed and its env is told to
+  stop the call (``FrozenEnv.interrupt``: Code-v0 kills the sandboxed process; SQL-v0's
+  queries stop at their own one-second deadline). A thread cannot be killed, so the env is
+  closed when the call returns, and the call counts against ``max_sessions`` until then:
+  stuck calls cannot pile up past the cap.
+- **Resource limits are the server's.** A client's ``env_kwargs`` may not name a
+  server-only argument (``sandbox``, ``allow_insecure``: 403) nor set an env's
+  ``limit_kwargs`` above their defaults (403), unless the server was started with
+  ``--allow-wider-limits``; every argument is checked against its declared type when the
+  env is made (422, ``frostgym.core.arguments``).
 - **One call per session at a time** (an ``asyncio.Lock``), on the session's own worker thread,
   so the event loop never waits on an env. Code-v0's sandboxes are per thread
   (``frostgym.sandbox.pool``), as in process, so a Code-v0 session keeps one warm sandbox for
@@ -36,8 +43,9 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeVar
 
+from frostgym.core.arguments import widened_limits
 from frostgym.core.env import FrozenEnv
-from frostgym.envs.registry import make_env
+from frostgym.envs.registry import env_class, make_env
 from frostgym.sandbox.pool import close_thread_sandboxes
 from frostgym.serve import wire
 from frostgym.serve.config import SERVER_ONLY_KWARGS, ServeConfig
@@ -251,6 +259,15 @@ class SessionTable:
         refused = sorted(SERVER_ONLY_KWARGS & set(env_kwargs))
         if refused:
             raise WireError(403, wire.FORBIDDEN, f"env arguments {refused} are set by the server, not by clients")
+        if not self.config.allow_wider_limits:
+            widened = widened_limits(env_class(env_id), env_kwargs)
+            if widened:
+                raise WireError(
+                    403,
+                    wire.FORBIDDEN,
+                    f"{env_id}: {', '.join(widened)} would widen a resource limit, which is the server's: a client "
+                    "may only narrow it (the operator can allow wider ones with frostgym serve --allow-wider-limits)",
+                )
         if session.env is not None and env_id == session.env_id and env_kwargs == session.env_kwargs:
             return session.env
         if session.env is not None:
@@ -283,9 +300,11 @@ class SessionTable:
                 raise WireError(404, wire.SESSION_ERROR, "this session was closed")
             session.used = True
             future = session.worker.submit(run)
+            answer = asyncio.wrap_future(future)
             try:
-                return await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(future)), deadline)
+                return await asyncio.wait_for(asyncio.shield(answer), deadline)
             except TimeoutError:
+                answer.add_done_callback(_discard)  # what it ends with has no one to go to
                 self._abandon(session, future)
                 raise WireError(
                     408,
@@ -302,10 +321,15 @@ class SessionTable:
 
     def _abandon(self, session: Session, future: Future[Any]) -> None:
         """Close ``session`` now, and its env and thread once ``future`` (its running call)
-        returns: the release is queued behind it on the session's thread."""
+        returns: the release is queued behind it on the session's thread. The env is asked to
+        stop that call (``FrozenEnv.interrupt``: its sandboxed process is killed), so the call
+        returns, and the slot it holds is freed, at once rather than at its own limits."""
         session.closed = True
         self.sessions.pop(session.key, None)
         env, session.env = session.env, None
+        if env is not None:
+            with contextlib.suppress(Exception):  # the session ends either way
+                env.interrupt()
         with self._stuck_lock:
             self._stuck += 1
 
@@ -332,6 +356,13 @@ class SessionTable:
         """Close every session (its env and sandbox) once its running call returned. A call
         past its deadline closes its own when it returns, or the process's exit does."""
         await asyncio.gather(*(self.close(s) for s in list(self.sessions.values())), return_exceptions=True)
+
+
+def _discard(answer: asyncio.Future[Any]) -> None:
+    """Retrieve the outcome of a call answered 408 already, so asyncio does not log it as
+    "never retrieved": an error it ends with is the abandoned call's, not the server's."""
+    if not answer.cancelled():
+        answer.exception()
 
 
 def _close_quietly(env: FrozenEnv) -> None:

@@ -28,6 +28,7 @@ mapping of errors to status codes in step. It imports no web framework.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -58,6 +59,7 @@ NOT_FOUND = "NOT_FOUND"
 EPISODE_NOT_ACTIVE = "EPISODE_NOT_ACTIVE"
 STEP_TIMEOUT = "STEP_TIMEOUT"
 TOO_LARGE = "TOO_LARGE"
+CLIENT_GONE = "CLIENT_GONE"
 
 
 class WireError(FrostgymError):
@@ -103,6 +105,26 @@ def loads(raw: bytes | str) -> Any:
         return json.loads(raw)
     except (ValueError, RecursionError) as error:  # JSONDecodeError and UnicodeDecodeError are ValueErrors
         raise WireError(400, INVALID_JSON, f"the body is not JSON: {_short(error)}") from None
+
+
+def loads_request(raw: bytes | str) -> Any:
+    """A request's JSON value, as ``loads`` reads it, but ``WireError`` 422 for ``NaN``,
+    ``Infinity`` or ``-Infinity`` anywhere in it: they are not standard JSON, and no number a
+    client sends (a seed, a deadline, an env argument, an action's call arguments) may be one."""
+    try:
+        return json.loads(raw, parse_constant=_refuse_constant)
+    except _NonFinite as error:
+        raise WireError(422, VALIDATION_ERROR, f"the body holds {error.args[0]}: every number must be finite") from None
+    except (ValueError, RecursionError) as error:
+        raise WireError(400, INVALID_JSON, f"the body is not JSON: {_short(error)}") from None
+
+
+class _NonFinite(Exception):
+    """Raised inside ``json.loads`` for a non-finite constant (caught by ``loads_request``)."""
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _NonFinite(name)
 
 
 def _short(error: BaseException, limit: int = 300) -> str:
@@ -211,8 +233,12 @@ def parse_step(data: Any) -> StepRequest:
     if "action" not in data:
         raise WireError(422, VALIDATION_ERROR, 'the step body needs an "action" (e.g. {"content": "..."})')
     timeout = data.get("timeout_s")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0):
-        raise WireError(422, VALIDATION_ERROR, f"timeout_s must be a positive number or null, got {timeout!r:.100}")
+    if timeout is not None and (
+        isinstance(timeout, bool) or not isinstance(timeout, int | float) or not math.isfinite(timeout) or timeout <= 0
+    ):
+        raise WireError(
+            422, VALIDATION_ERROR, f"timeout_s must be a finite positive number or null, got {timeout!r:.100}"
+        )
     _optional_str(data, "request_id", 255)
     return StepRequest(data["action"], None if timeout is None else float(timeout), session_id_of(data))
 

@@ -97,6 +97,7 @@ class CodeEnv(FrozenEnv):
 
     family = "code"
     env_version = "1.0.0"
+    limit_kwargs = frozenset({"cpu_seconds", "memory_mb"})
 
     def __init__(
         self,
@@ -122,12 +123,22 @@ class CodeEnv(FrozenEnv):
         self.limits = SandboxLimits(cpu_seconds=cpu_seconds, memory_bytes=memory_mb * 1024 * 1024)
         self.grader_config = CodeGraderConfig(limits=self.limits, partial_credit=partial_credit)
         self.tools = TOOLS
+        self._used_sandbox: Sandbox | None = None
 
     @property
     def sandbox(self) -> Sandbox:
         """This thread's warm sandbox (shared by every code env on the thread), resolved on
-        first use; ``SandboxUnavailableError`` when no backend can run here."""
-        return thread_sandbox(self.sandbox_backend, allow_insecure=self.allow_insecure)
+        first use; ``SandboxUnavailableError`` when no backend can run here. The env keeps
+        the last one it used, so ``interrupt`` from another thread reaches it."""
+        self._used_sandbox = thread_sandbox(self.sandbox_backend, allow_insecure=self.allow_insecure)
+        return self._used_sandbox
+
+    def interrupt(self) -> None:
+        """Kill the sandboxed process of the job running now, if any: its run ends as a
+        ``timeout`` at once, instead of at its CPU and wall-clock limits."""
+        used = self._used_sandbox
+        if used is not None:
+            used.interrupt()
 
     def first_messages(self, task: Task) -> list[Message]:
         system = SYSTEM_PROMPT + (MULTI_TURN_PROMPT.format(turns=self.max_turns) if self.max_turns > 1 else "")

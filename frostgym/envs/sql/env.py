@@ -78,6 +78,7 @@ class SQLEnv(FrozenEnv):
     # 1.3: info's tool_calls keep a query past the executor's length limit cut, not whole (a 50 MB
     # <answer> made a 50 MB record; no such query ever runs).
     env_version = "1.3.0"
+    limit_kwargs = frozenset({"max_result_rows", "max_result_chars"})
 
     def __init__(
         self,
