@@ -12,6 +12,13 @@ tasks are excluded, each with its figures as the reason) or text, one task a lin
 lines starting with ``#`` are ignored. A task id alone applies to whichever env of the run
 has that task. Entries about other envs, or about tasks of splits the run does not play,
 exclude nothing and are not recorded.
+
+An entry that names an env of the run (by its env id, or, for a task id alone, by the task
+source the id starts with) but no task of it is *unknown*: a typo, or an id of another config
+(another level tags its ids). It would exclude nothing, silently, so ``resolve`` refuses the
+file, listing every unknown entry, unless told to warn (``--exclude-unknown=warn``, for one
+file shared by runs of several configs). A finite split has the tasks its source lists; an
+unbounded one (a generator's ``train``) has one at every index, so no index of it is unknown.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import json
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from frostgym.contamination.report import ContaminationInputError, contaminated_in
 from frostgym.core.errors import FrostgymError, UnknownTaskError
@@ -31,6 +38,10 @@ from frostgym.envs.registry import make_env
 
 class ExclusionError(FrostgymError, ValueError):
     """An exclusion file that cannot be read, or names a task its env does not have."""
+
+
+#: What ``resolve`` does with unknown entries: refuse the file, or return them to be warned of.
+UnknownPolicy = Literal["error", "warn"]
 
 
 @dataclass(frozen=True)
@@ -96,37 +107,76 @@ def _from_report(text: str, path: Path) -> tuple[Exclusion, ...]:
     )
 
 
+@dataclass(frozen=True)
+class Resolution:
+    """What an exclusion file does to one run: ``applied``, the entries that take a task out
+    of it (each with its env), and ``unknown``, those naming an env of the run but no task
+    of it (each with its env, when the file named one), in file order."""
+
+    applied: tuple[Exclusion, ...]
+    unknown: tuple[Exclusion, ...]
+
+
 def resolve(
     exclusions: ExclusionList,
     env_ids: Sequence[str],
     split: str,
     kwargs_for: Callable[[str], Mapping[str, Any]],
-) -> list[Exclusion]:
-    """The entries that take a task out of this run, each with its env: those naming one of
-    ``env_ids`` (or none) whose task that env (made with ``kwargs_for(env_id)``) has in one
-    of the played ``split`` (comma-separated); the first entry of a task wins. Raises
-    ``ExclusionError`` for an entry that names an env of the run and a task id it does not
-    have (a typo would otherwise exclude nothing, silently)."""
+    *,
+    unknown: UnknownPolicy = "error",
+) -> Resolution:
+    """The entries that take a task out of this run: those naming one of ``env_ids`` (or
+    none) whose task that env (made with ``kwargs_for(env_id)``) has in one of the played
+    ``split`` (comma-separated); the first entry of a task wins. An entry is unknown when it
+    names an env of the run, or is a task id alone whose source is that of an env of the run,
+    and that env has no such task (module docstring). Raises ``ExclusionError`` listing
+    every unknown entry unless ``unknown`` is ``"warn"``: then they are returned in
+    ``Resolution.unknown``, and exclude nothing."""
     played = set(parse_splits(split))
     kept: dict[tuple[str, str], Exclusion] = {}
+    claimed: set[int] = set()  # entries some env of the run has the task of
+    concerned: set[int] = set()  # entries naming an env of the run, or its task source
+    problems: dict[int, str] = {}
     for env_id in env_ids:
-        mine = [e for e in exclusions.entries if e.env in (None, env_id)]
+        mine = [(n, e) for n, e in enumerate(exclusions.entries) if e.env in (None, env_id)]
         if not mine:
             continue
         env = make_env(env_id, split, kwargs_for(env_id))
         try:
-            for entry in mine:
+            for number, entry in mine:
+                if entry.env is None and _source_name(entry.task_id) != env.source.name:
+                    continue  # another env's task
+                concerned.add(number)
                 try:
                     task = env.source.task_by_id(entry.task_id)
                 except UnknownTaskError as error:
-                    if entry.env is None:
-                        continue  # another env's task
-                    raise ExclusionError(f"--exclude names {entry.task_id!r} for {env_id}: {error}") from None
+                    problems.setdefault(number, f"{env_id}: {error}")
+                    continue
+                claimed.add(number)
                 if task.split in played:
                     kept.setdefault((env_id, entry.task_id), Exclusion(env_id, entry.task_id, entry.reason))
         finally:
             env.close()
-    return list(kept.values())
+    unknown_entries = tuple(exclusions.entries[n] for n in sorted(concerned - claimed))
+    if unknown_entries and unknown == "error":
+        first = problems[min(concerned - claimed)]
+        raise ExclusionError(
+            f"--exclude names {describe_unknown(unknown_entries)} ({first}); "
+            "fix the file, or pass --exclude-unknown=warn to go on without them"
+        )
+    return Resolution(tuple(kept.values()), unknown_entries)
+
+
+def describe_unknown(entries: Sequence[Exclusion]) -> str:
+    """Unknown ``entries`` in one line: how many, then each as the file gave it."""
+    listed = ", ".join(repr(e.task_id if e.env is None else f"{e.env} {e.task_id}") for e in entries)
+    return f"{len(entries)} {'task' if len(entries) == 1 else 'tasks'} no env of the run has: {listed}"
+
+
+def _source_name(task_id: str) -> str:
+    """The name of the task source ``task_id`` starts with: ``arithmetic`` for
+    ``arithmetic~L1/test/5``, ``bfcl_mt`` for ``bfcl_mt/base/test/3``."""
+    return task_id.split("/", 1)[0].split("~", 1)[0]
 
 
 def identity_record(exclusions: ExclusionList, applied: Sequence[Exclusion]) -> dict[str, Any]:

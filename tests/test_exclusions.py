@@ -139,3 +139,37 @@ def test_a_bad_exclusion_file_is_refused_in_one_line(tmp_path: Path) -> None:
         read_exclusions(not_report)
     with pytest.raises(ExclusionError, match="cannot read"):
         read_exclusions(tmp_path / "missing.txt")
+
+
+def test_a_task_id_alone_that_names_no_task_of_the_run_is_refused_unless_warned(tmp_path: Path) -> None:
+    """A task id alone whose source is the run's env but which is no task of it (a typo, an
+    index past a finite split, another config's id) is refused with every such entry listed;
+    ``--exclude-unknown=warn`` says them in one line and goes on. Every index of an unbounded
+    split (a generator's train) is a task, so an id there is never unknown."""
+    real = make_plan([ARITHMETIC], split="test", episodes=1, samples=1, seed=0)[0].task_id
+    exclude = tmp_path / "exclude.txt"
+    unknown = ["arithmetic/test/99999", "arithmetic/dev/99999", "arithmetic/tset/1", "arithmetic~L2/test/1"]
+    exclude.write_text("\n".join([real, *unknown, "math_gsm/test/3", "arithmetic/train/123456789"]) + "\n")
+
+    refused = CliRunner().invoke(app, eval_args(tmp_path / "card", exclude))
+    assert refused.exit_code == 2, refused.output
+    flat = " ".join(refused.output.replace("│", " ").split())
+    assert "4 tasks no env of the run has" in flat and "--exclude-unknown=warn" in flat
+    assert all(repr(task_id) in flat for task_id in unknown) and "Traceback" not in refused.output
+    assert not (tmp_path / "card").exists()
+
+    warned = CliRunner().invoke(app, [*eval_args(tmp_path / "card", exclude), "--exclude-unknown", "warn"])
+    assert warned.exit_code == 0, warned.output
+    lines = [line for line in warned.output.splitlines() if "going on without" in line]
+    assert len(lines) == 1 and all(repr(task_id) in lines[0] for task_id in unknown)
+    assert "1 tasks left out of the plan (2 entries name other envs or splits)" in warned.output
+    card = read_card_json(tmp_path / "card")
+    assert [t["task_id"] for t in card["config"]["identity"]["excluded"]["tasks"]] == [real]
+
+    resolved = resolve(read_exclusions(exclude), [ARITHMETIC], "test", lambda _: {}, unknown="warn")
+    assert [e.task_id for e in resolved.unknown] == unknown
+    assert [e.task_id for e in resolved.applied] == [real]
+    with pytest.raises(ExclusionError, match="4 tasks no env of the run has"):
+        resolve(read_exclusions(exclude), [ARITHMETIC], "test", lambda _: {})
+    bad_policy = CliRunner().invoke(app, [*eval_args(tmp_path / "other", exclude), "--exclude-unknown", "ignore"])
+    assert bad_policy.exit_code == 2 and not (tmp_path / "other").exists()

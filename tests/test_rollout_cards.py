@@ -145,7 +145,9 @@ def test_replay_of_a_100_episode_math_card_passes_and_alterations_are_caught(tmp
     edited = json.loads(lines[7])
     edited["steps"][0]["action"] = "<answer>" + edited["grade"]["details"]["gold"] + "</answer>"
     (out / "episodes.jsonl").write_bytes(b"".join([*lines[:7], json.dumps(edited).encode() + b"\n", *lines[8:]]))
-    report = replay_card(out)
+    with pytest.raises(CardCorruptError, match="checksum"):  # refused before any episode is replayed
+        replay_card(out)
+    report = replay_card(out, verify=False)  # replayed anyway: the divergence names the edited episode
     assert not report.ok and report.integrity_error and "checksum" in report.integrity_error
     bad = [e for e in report.episodes if e.divergence]
     assert [e.plan_id for e in bad] == [episode["plan_id"]]

@@ -61,7 +61,7 @@ from frostgym.cards.store import (
 )
 from frostgym.cards.tally import Tally, check_ids, excluded_count
 from frostgym.core.episode import Drop, DropRecord, EpisodeRecord, Record, RecordHead, drop_record, head_from_line
-from frostgym.core.errors import FrostgymError
+from frostgym.core.errors import CardLockedError, FrostgymError
 from frostgym.plan import SEEDING, PlannedEpisode, plan_json_and_sha256
 from frostgym.version import __version__
 
@@ -76,6 +76,10 @@ PLAN_FILE = "plan.json"
 EPISODES_FILE = "episodes.jsonl"
 DROPS_FILE = "drops.jsonl"
 LOCK_FILE = ".lock"
+#: How many times (10 ms apart) a runner refused a card reads an empty lock file for the
+#: holder's pid: the holder writes it just after taking the lock (a writer older than the pid
+#: never does).
+LOCK_PID_READS = 10
 RECORD_FILES = (EPISODES_FILE, DROPS_FILE)
 #: While a session runs: one line per fsync, the checksums of both files as then synced
 #: (with the CRCs of the lines since the line before, or, while a read-back process takes
@@ -123,8 +127,9 @@ class CardWriter:
     ``EpisodeSink`` for a card. Open one with ``create`` or ``resume`` (not the constructor),
     ``add`` each outcome and ``commit`` at each batch boundary, and ``close`` it once, as
     ``complete`` or ``interrupted``. It holds an exclusive lock on the directory until
-    ``close``: a second writer on the same card gets ``RuntimeError``. ``done`` holds the
-    plan ids the card already records (a resume plays only the others).
+    ``close``: a second writer on the same card gets ``CardLockedError`` naming the first's
+    pid. ``done`` holds the plan ids the card already records (a resume plays only the
+    others).
 
     Lines are written and synced by a thread of the writer's own (``DiskThread``), at most
     ``fsync_seconds`` apart, each sync followed by a checkpoint a resume after a crash
@@ -245,7 +250,7 @@ class CardWriter:
         at least ``READBACK_MIN_EPISODES`` episodes). Raises ``FileExistsError`` when
         ``directory`` is not empty (or, when another process creates a card there
         meanwhile, the first ``commit`` does), ``TypeError`` for a value in ``config`` or
-        ``provenance`` that no JSON holds, and ``RuntimeError`` when another process holds
+        ``provenance`` that no JSON holds, and ``CardLockedError`` when another process holds
         it. The card is put in place by the writer's disk thread, before any of its lines
         (``_publish``): ``wait_until_in_place`` waits for that."""
         if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
@@ -304,7 +309,7 @@ class CardWriter:
         session began, up to its last checkpoint): an edited, shortened or deleted file is
         refused with ``CardCorruptError`` naming the file and line, as is a directory with
         no card. The only damage mended is a partial last line left by a crash, which is
-        cut off (that episode runs again). ``RuntimeError`` when another process holds it.
+        cut off (that episode runs again). ``CardLockedError`` when another process holds it.
         ``read_back`` as for ``create``."""
         if not (directory / CARD_FILE).exists():
             raise CardCorruptError(f"{directory} holds no card ({CARD_FILE} is missing): start it without --resume")
@@ -508,14 +513,39 @@ class CardWriter:
 
 
 def _lock(directory: Path) -> int:
-    """An exclusive lock on the card, so two runners never append to the same files."""
+    """An exclusive lock on the card, so two runners never append to the same files. The
+    lock file then holds this process's pid, so that a runner refused the card can name the
+    process writing it. Raises ``CardLockedError`` (naming that pid) when another process
+    holds the lock."""
     fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError as error:
+    except BlockingIOError:
+        pid = _lock_holder(fd)
         os.close(fd)
-        raise RuntimeError(f"{directory} is being written by another frostgym process") from error
+        who = "another frostgym process" if pid is None else f"another frostgym process, pid {pid}"
+        raise CardLockedError(
+            f"{directory} is being written by {who}: wait for it to end (or stop it), then run the command again",
+            pid,
+        ) from None
+    with contextlib.suppress(OSError):  # a full disk: the lock holds all the same, only unnamed
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
     return fd
+
+
+def _lock_holder(fd: int) -> int | None:
+    """The pid the lock file open at ``fd`` names, or None. Its holder writes it just after
+    taking the lock, so an empty file is read again for a moment."""
+    for _ in range(LOCK_PID_READS):
+        try:
+            text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        except OSError:
+            return None
+        if text:
+            return int(text) if text.isdigit() else None
+        time.sleep(0.01)
+    return None
 
 
 def _unwritable(outcome: Record, error: BaseException) -> DropRecord:

@@ -39,7 +39,9 @@ class EpisodeReplay:
 @dataclass(frozen=True)
 class ReplayReport:
     directory: Path
-    integrity_error: str | None  # checksums or file structure
+    #: Why the files fail their checksums or structure; only ``replay_card(verify=False)``
+    #: replays such a card.
+    integrity_error: str | None
     episodes: list[EpisodeReplay]
     drops_not_replayed: int
 
@@ -117,19 +119,27 @@ def replay_episode(env: FrozenEnv, episode: EpisodeRecord) -> str | None:
     return None
 
 
-def replay_card(directory: Path) -> ReplayReport:
+def replay_card(directory: Path, *, verify: bool = True) -> ReplayReport:
     """Replay every completed episode of the card in ``directory`` in fresh envs (drops
-    have no final grade to check). A card whose files fail their checksums is still
-    replayed, with the failure in ``integrity_error``; ``ok`` is False then, or when any
-    episode diverged. Raises ``CardCorruptError`` for a card that cannot be read at all
-    (no ``card.json``, a line that is not a record), and what building an env raises."""
-    try:
+    have no final grade to check); ``ok`` is False when any episode diverged. The files are
+    checked against their checksums first: a card that fails them is refused with
+    ``CardCorruptError`` before any episode is replayed, since an edited line can replay as
+    it reads and would be called identical. With ``verify`` False such a card is replayed
+    all the same (to find the edited episodes among the divergent ones), the failure in
+    ``integrity_error`` and ``ok`` False. Raises ``CardCorruptError`` for a card that cannot
+    be read at all (no ``card.json``, a line that is not a record), and what building an
+    env raises."""
+    if verify:
         card, episodes, drops = load_card(directory)
-    except CardCorruptError as error:
-        card, episodes, drops = load_card(directory, verify=False)
-        integrity: str | None = str(error)
+        integrity: str | None = None
     else:
-        integrity = None
+        try:
+            card, episodes, drops = load_card(directory)
+        except CardCorruptError as error:
+            card, episodes, drops = load_card(directory, verify=False)
+            integrity = str(error)
+        else:
+            integrity = None
     identity = card["config"]["identity"]
     made_with = run_options(identity)
     envs: dict[str, FrozenEnv] = {}
