@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import random
 import string
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -255,3 +257,219 @@ def test_frostgyms_splits_share_no_question(tmp_path: Path) -> None:
     assert all(p.exact == 0 for p in pairs), [p for p in pairs if p.exact]
     # no near copy either where questions are not instances of shared templates
     assert all(p.contaminated == 0 for p in pairs if p.env in (ARITHMETIC, SQL)), pairs
+
+
+# -- documents longer than a window ------------------------------------------------------
+
+
+def _filler(rng: random.Random, words: list[str], chars: int) -> str:
+    """About ``chars`` characters of unrelated words, with escapes JSON must write (a
+    newline, a quote, a backslash) and a non-ASCII word now and then."""
+    out: list[str] = []
+    length = 0
+    while length < chars:
+        word = rng.choice(words)
+        roll = rng.random()
+        word = word + ("\n" if roll < 0.05 else ' "q"' if roll < 0.07 else " c:\\d" if roll < 0.08 else " caf\u00e9")
+        out.append(word)
+        length += len(word) + 1
+    return " ".join(out)[:chars].rstrip()
+
+
+def test_a_leak_in_a_line_longer_than_a_window_is_found_even_across_a_cut(
+    tmp_path: Path, tasks: list[EvalTask], templates: dict[str, str]
+) -> None:
+    from frostgym.contamination.windows import WINDOW, windows
+
+    math = [t for t in tasks if t.env == MATH]
+    inside, across, in_chat = math[10], math[30], math[50]
+    words = sorted({token.decode() for task in tasks for token in ngrams.tokens(task.text)})
+    rng = random.Random(5)
+    # the first window ends at the last whitespace before character WINDOW: inside ``across``
+    before = _filler(rng, words, WINDOW - len(across.text) // 2)
+    text = " ".join([before, across.text, _filler(rng, words, WINDOW // 2), inside.text, _filler(rng, words, WINDOW)])
+    system = _filler(rng, words, int(WINDOW * 0.7))
+    user = " ".join([_filler(rng, words, WINDOW - len(system) - 2 - len(in_chat.text) // 2), in_chat.text, "thanks"])
+    chat = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+    for document, leak in ((text, across), (f"{system}\n{user}", in_chat)):
+        cuts, at = [], 0
+        for part in windows(document):
+            at += len(part.text)
+            cuts.append(at)
+        start = document.index(leak.text)
+        assert any(start < cut < start + len(leak.text) for cut in cuts), "the leak must straddle a cut"
+    lines = [
+        json.dumps({"text": "a short line"}),
+        json.dumps({"id": 7, "meta": {"tags": [1, 2.5, None, True]}, "text": text}),
+        json.dumps({"text": "another short line"}),
+        json.dumps({"messages": chat}, ensure_ascii=False),
+    ]
+    path = tmp_path / "train.jsonl"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    assert min(len(lines[1].encode()), len(lines[3].encode())) > WINDOW
+
+    report = check_training(TrainingSource(path), tasks, workers=2)
+    by_id = {t.task_id: t for t in report.tasks}
+    for leak, line in ((inside, 2), (across, 2), (in_chat, 4)):
+        found = by_id[leak.task_id]
+        assert found.contaminated and found.ngram_overlap == 1.0 and found.train_line == line, found
+    leaked = {inside.task_id, across.task_id, in_chat.task_id}
+    leaked_templates = {templates[t] for t in leaked}
+    others = [t for t in report.contaminated if t.task_id not in leaked]
+    assert [t for t in others if templates[t.task_id] not in leaked_templates] == []
+    assert (report.training.lines, report.training.documents, report.training.skipped) == (4, 4, {})
+
+    # a document's n-gram figures do not depend on where it is cut: windows of 4 KiB, or read whole
+    figures = [(t.task_id, t.ngram_overlap, t.ngram_coverage, t.contaminated) for t in report.tasks]
+    small = check_training(TrainingSource(path, window=4096), tasks)
+    whole = check_training(TrainingSource(path, window=8 * WINDOW), tasks)
+    for other in (small, whole):
+        assert [(t.task_id, t.ngram_overlap, t.ngram_coverage, t.contaminated) for t in other.tasks] == figures
+    # the same texts held in memory, or read from Parquet, give the same report
+    texts = ["a short line", text, "another short line", f"{system}\n{user}"]
+    assert check_texts(texts, tasks) == list(report.tasks)
+    pa = pytest.importorskip("pyarrow")
+    pq = pytest.importorskip("pyarrow.parquet")
+    pq.write_table(pa.table({"text": texts}), tmp_path / "train.parquet")
+    assert check_training(TrainingSource(tmp_path / "train.parquet"), tasks).tasks == report.tasks
+
+
+def test_a_long_line_is_judged_and_read_as_orjson_reads_it(tmp_path: Path) -> None:
+    """Read through a window of 64 bytes, each line below is a long one (``longline``); its
+    verdict and its text must be those of ``orjson.loads`` and ``document_text``."""
+    import orjson
+
+    rng = random.Random(11)
+    alphabet = ["a", "b", " ", "  ", "\n", '"', "\\", "/", "\t", "\u00e9", "\u4e2d", "\U0001f600", "\x7f", "\u2028"]
+
+    def noise(n: int) -> str:
+        return "".join(rng.choice(alphabet) for _ in range(n))
+
+    pad = "x" * 80
+    lines: list[bytes] = [
+        json.dumps({"text": noise(300)}).encode(),  # \\uXXXX escapes and surrogate pairs
+        json.dumps({"text": noise(300)}, ensure_ascii=False).encode(),
+        json.dumps({"meta": {"deep": [[[]], {"text": "not this"}]}, "text": "Q: " + noise(200)}).encode(),
+        json.dumps({"text": None, "messages": [{"role": "u", "content": noise(90)}, 3, {"content": None}]}).encode(),
+        b'{"messages": [{"content": "' + pad.encode() + b'", "content": "last wins"}, {"content": ""}]}',
+        json.dumps({"completion": "C " + pad, "prompt": "P " + pad}).encode(),  # the prompt comes first
+        json.dumps({"te\u0078t": pad}).encode().replace(b"text", b"te\\u0078t"),  # an escaped name
+        json.dumps({"text": "", "pad": pad}).encode(),  # an empty text is a document
+        json.dumps({"text": 3, "messages": [{"content": pad}], "x": pad}).encode(),  # no text
+        json.dumps({"messages": [{"role": "u"}], "pad": pad}).encode(),  # no text
+        json.dumps([pad, pad]).encode(),  # not an object
+        b" " * 100 + b"\x0b",  # blank
+        b'{"text": "' + pad.encode() + b'\\ud800"}',  # a lone surrogate
+        b'{"text": "' + pad.encode() + b'\xff"}',  # not UTF-8
+        b'{"text": "' + pad.encode() + b'\\x"}',  # a bad escape
+        b'{"text": "' + pad.encode() + b'"} trailing',
+        b'{"text": "' + pad.encode() + b'", "n": 1e400}',  # infinite as a double
+        b'{"text": "' + pad.encode() + b'", "n": 01}',
+        b'{"text": "' + pad.encode() + b'", "d": ' + b"[" * 1023 + b"]" * 1023 + b"}",  # 1,024 levels
+        b'{"text": "' + pad.encode() + b'", "d": ' + b"[" * 1024 + b"]" * 1024 + b"}",  # 1,025
+        b'{"text": "' + pad.encode() + b'"',  # cut short
+    ]
+    for _ in range(30):
+        good = json.dumps({"text": noise(rng.randint(70, 400))}, ensure_ascii=rng.random() < 0.5).encode()
+        at = rng.randrange(len(good))
+        lines += [good, good[:at] + bytes([rng.randrange(256)]) + good[at + 1 :]]
+    path = tmp_path / "train.jsonl"
+    path.write_bytes(b"\n".join(lines))
+
+    texts: dict[int, list[str]] = {}
+    for chunk in TrainingSource(path, window=64).chunks():
+        assert all(len(line) <= 64 for line in chunk.raw.split(b"\n")), chunk  # longer lines come as parts
+        if chunk.part is not None:
+            texts.setdefault(chunk.first, []).append(chunk.part.text)
+    for number, line in enumerate(lines, start=1):
+        try:
+            record = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            record = None
+        expected = document_text(record, "text") if isinstance(record, dict) else None
+        assert ("".join(texts[number]) if number in texts else None) == expected, (number, line[:60])
+    # and the counts a whole read gives
+    windowed, read_whole = (check_training(TrainingSource(path, window=w), []).training for w in (64, 1 << 20))
+    assert (windowed.lines, windowed.documents, windowed.skipped) == (
+        read_whole.lines,
+        read_whole.documents,
+        read_whole.skipped,
+    )
+    assert read_whole.skipped["not JSON"] >= 9 and windowed.skipped_examples == read_whole.skipped_examples
+
+
+def test_long_lines_are_cut_from_the_stream_in_bounded_chunks(tmp_path: Path) -> None:
+    import hashlib
+
+    lines = [json.dumps({"text": f"short line {n}"}) for n in range(300)]
+    lines[40] = json.dumps({"text": "long " * 3000})  # 15 KB: within a block of short lines
+    lines[41] = json.dumps({"text": "and longer " * 4000})  # 44 KB: past several blocks
+    lines[299] = json.dumps({"text": "the last " * 2000})  # at the end, with no newline
+    path = tmp_path / "train.jsonl"
+    path.write_text("\n".join(lines))
+    source = TrainingSource(path, chunk_bytes=1000, window=4096)
+    numbers: list[int] = []
+    for chunk in source.chunks():
+        assert len(chunk.raw) <= 1000 + 4096
+        if chunk.part is not None:
+            numbers += [] if numbers and numbers[-1] == chunk.first else [chunk.first]
+    assert numbers == [41, 42, 300]
+    assert source.sha256 == hashlib.sha256(path.read_bytes()).hexdigest()
+    read = check_training(TrainingSource(path, chunk_bytes=1000, window=4096), []).training
+    assert (read.lines, read.documents, read.skipped) == (300, 300, {})
+
+
+def test_windows_give_every_token_once_with_the_tokens_before_them() -> None:
+    from frostgym.contamination.windows import CARRIED, windows
+
+    rng = random.Random(3)
+    spaced = ["alpha", "Beta", "x+y", "3/4", "caf\u00e9", "\u0391\u03a3", "e\u0301t", "\u4e2d\u6587", "\u2103"]
+    for trial in range(200):
+        if trial % 3 == 2:  # no whitespace at all: CJK with fullwidth commas, a composed accent
+            text = "".join(rng.choice(["\u4e2d\u6587", "\uff0c", "e\u0301", "\u3002", "ab"]) for _ in range(600))
+        else:
+            text = "".join(rng.choice(spaced) + rng.choice([" ", "\n", ", ", "\u3000"]) for _ in range(500))
+        size = rng.choice([64, 100, 257, 1000])
+        own: list[bytes] = []
+        for part in windows(text, size):
+            assert len(part.text) <= size or part.last
+            assert not part.drop_first and not part.drop_last  # always a safe place to cut here
+            assert part.carried == tuple(own[-CARRIED:])  # the tokens just before the window
+            own += part.tokens()[len(part.carried) :]
+        assert own == ngrams.tokens(text), trial
+    # a run with no place to cut: split there, its halves left out, nothing carried across
+    blob = "Q" * 300
+    parts = list(windows("the cat " + blob + " sat down", 100))
+    assert parts[0].drop_last and parts[1].drop_first and parts[1].carried == ()
+    assert [t for p in parts for t in p.tokens()] == [b"the", b"cat", b"sat", b"down"]
+
+
+_PEAK_RSS = """
+import resource, subprocess, sys
+subprocess.run([sys.executable, "-m", "frostgym.cli", *sys.argv[1:]], check=True, stdout=subprocess.DEVNULL)
+print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
+def test_memory_does_not_grow_with_one_long_line(tmp_path: Path) -> None:
+    """A real ``frostgym contamination`` process (with its workers) on a file that is one
+    line of 8 MiB, then of 64 MiB: its peak RSS must not grow with the line (read whole,
+    the 64 MiB line alone would cost a GB)."""
+    words = ["add", "the", "sum", "of", "7", "+", "12", "what"]
+    block = " ".join(random.Random(2).choice(words) for _ in range(50_000))
+    peaks = []
+    for mib in (8, 64):
+        path = tmp_path / f"line{mib}.jsonl"
+        with path.open("w") as stream:
+            stream.write('{"text": "')
+            written = 0
+            while written < mib << 20:
+                stream.write(block + " ")
+                written += len(block) + 1
+            stream.write('"}\n')
+        args = ["contamination", "--train", str(path), "--env", ARITHMETIC, "--split", "test", "--workers", "2"]
+        done = subprocess.run([sys.executable, "-c", _PEAK_RSS, *args], capture_output=True, text=True, check=True)
+        peaks.append(int(done.stdout.split()[-1]) / 1024)  # MiB
+        path.unlink()
+    small, large = peaks
+    assert large - small < 24, f"peak RSS {small:.0f} MiB with an 8 MiB line, {large:.0f} MiB with 64 MiB"

@@ -6,7 +6,10 @@ small (thousands of tasks), so it is what gets indexed; the training side is str
 in chunks (``reading``), each scanned on its own (``scan``), in this process or in worker
 processes with a few chunks in flight, so memory stays bounded whatever the file's size.
 Chunk results are merged in input order and each merge is a maximum or a union, so the
-report is the same for any number of workers and any chunk size.
+report is the same for any number of workers and any chunk size. The windows of a long
+document (``windows``) come in order too; their grams are united until its last one, and
+only then are its per-task shares taken, so a document's share does not depend on where it
+was cut.
 """
 
 from __future__ import annotations
@@ -23,7 +26,15 @@ from frostgym.contamination.evalset import EvalTask
 from frostgym.contamination.index import EvalIndex, build_index
 from frostgym.contamination.reading import MAX_EXAMPLES, Chunk, TrainingSource
 from frostgym.contamination.report import Parameters, Report, TaskOverlap, TrainingInfo, summarize
-from frostgym.contamination.scan import ChunkResult, init_worker, scan_chunk, scan_documents, scan_in_worker
+from frostgym.contamination.scan import (
+    ChunkResult,
+    init_worker,
+    scan_chunk,
+    scan_documents,
+    scan_in_worker,
+    scan_part,
+)
+from frostgym.contamination.windows import WINDOW, windows
 
 #: Chunks in flight per worker: one being scanned, one waiting, so no worker idles.
 IN_FLIGHT_PER_WORKER = 2
@@ -31,12 +42,14 @@ IN_FLIGHT_PER_WORKER = 2
 
 class _Merge:
     """The figures of every task so far: gram incidences seen anywhere, best per-document
-    n-gram share and best MinHash similarity, each with its line (0: none)."""
+    n-gram share and best MinHash similarity, each with its line (0: none); ``open``: the
+    incidences seen so far in the long document whose windows are coming in."""
 
     def __init__(self, index: EvalIndex) -> None:
         self.index = index
         count = len(index.tasks)
         self.seen = np.zeros(len(index.scan.table.holders), dtype=np.bool_)
+        self.open = np.zeros(len(index.scan.table.holders), dtype=np.bool_)
         self.best_doc = np.zeros(count, dtype=np.float64)
         self.best_doc_line = np.zeros(count, dtype=np.int64)
         self.best_near = [0.0] * count
@@ -52,6 +65,10 @@ class _Merge:
         self.skipped.update(result.skipped)
         self.examples += result.examples[: MAX_EXAMPLES - len(self.examples)]
         self.seen[result.seen] = True
+        if result.window_of:
+            self.open[result.seen] = True
+            if result.closes:
+                self._close(result.window_of)
         better = result.best_shares > self.best_doc[result.best_tasks]  # strictly: the first line keeps a tie
         tasks = result.best_tasks[better]
         self.best_doc[tasks] = result.best_shares[better]
@@ -59,6 +76,17 @@ class _Merge:
         for task, (similarity, line) in result.near.items():
             if similarity > self.best_near[task]:
                 self.best_near[task], self.best_near_line[task] = similarity, line
+
+    def _close(self, line: int) -> None:
+        """The long document on ``line`` has ended: each task's share of its grams in it."""
+        table = self.index.scan.table
+        found = np.bincount(table.holders[self.open], minlength=len(self.index.tasks))
+        tasks = np.flatnonzero(found)
+        shares = found[tasks] / table.counts[tasks]
+        better = shares > self.best_doc[tasks]
+        self.best_doc[tasks[better]] = shares[better]
+        self.best_doc_line[tasks[better]] = line
+        self.open[:] = False
 
     def overlaps(self, parameters: Parameters) -> list[TaskOverlap]:
         table = self.index.scan.table
@@ -132,6 +160,12 @@ def check_texts(
     merge = _Merge(index)
     pending: list[tuple[int, str]] = []
     for number, text in enumerate(texts, start=1):
+        if len(text) > WINDOW:  # cut into windows, as the readers do
+            merge.add(scan_documents(index.scan, pending))
+            pending = []
+            for part in windows(text):
+                merge.add(scan_part(index.scan, number, part))
+            continue
         pending.append((number, text))
         if len(pending) == batch:
             merge.add(scan_documents(index.scan, pending))

@@ -11,6 +11,15 @@ but in a chat shape (``messages``: a list of ``{"role", "content"}``) or a compl
 shape (``prompt`` and ``completion``) is read as the contents joined by newlines. A JSONL
 line that is blank is not a document; one that is not JSON, not an object, or has no
 text is skipped and counted by reason.
+
+A long document is never held whole (``windows``): a JSONL line of more than ``window``
+bytes (1 MiB) is not read into a chunk at all. The reader notes where it lies in the file
+and reads on to its end keeping nothing; then ``longline`` reads the line again from the
+file, a buffer at a time, checks it is JSON and decodes the strings its text is made of,
+and the text is cut into windows of ``window`` characters, each a chunk of its own
+(``Chunk.part``). A Parquet or datasets text of more than ``window`` characters (already in
+memory: a row is read whole) is cut into the same windows, so that the scan's memory stays
+bounded there too and every format gives the same figures.
 """
 
 from __future__ import annotations
@@ -20,11 +29,13 @@ from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import orjson
 
+from frostgym.contamination.longline import NotJSON, Value, contents, string_pieces, survey
 from frostgym.contamination.report import ContaminationInputError
+from frostgym.contamination.windows import WINDOW, Part, Windower, windows
 
 FORMATS = ("jsonl", "parquet", "datasets")
 #: Bytes of JSONL (or, roughly, of Parquet text) per chunk: large enough that numpy's
@@ -41,11 +52,15 @@ _DATASETS_MARKERS = ("dataset_info.json", "state.json", "dataset_dict.json")
 @dataclass(frozen=True)
 class Chunk:
     """Part of the input: ``first`` is the number (from 1) of its first line or row;
-    ``raw`` holds whole JSONL lines, ``texts`` one text per row (None: the row has none)."""
+    ``raw`` holds whole JSONL lines, ``texts`` one text per row (None: the row has none);
+    or ``part`` is a window of the long document on line ``first``; or ``skipped`` is why
+    the long line ``first`` is no document."""
 
     first: int
     raw: bytes = b""
     texts: Sequence[str | None] = ()
+    part: Part | None = None
+    skipped: str = ""
 
 
 @dataclass
@@ -108,6 +123,10 @@ def document_text(record: Mapping[str, Any], text_field: str) -> str | None:
 def parse_chunk(chunk: Chunk, text_field: str) -> Parsed:
     """The documents of ``chunk``, each with its line (or row) number."""
     parsed = Parsed()
+    if chunk.skipped:
+        parsed.lines = 1
+        parsed.skip(chunk.first, chunk.skipped)
+        return parsed
     if chunk.texts:
         parsed.lines = len(chunk.texts)
         for offset, text in enumerate(chunk.texts):
@@ -144,13 +163,17 @@ class TrainingSource:
     """A training file or directory to stream: ``chunks()`` yields it once; ``size`` and
     ``sha256`` fingerprint it (of a datasets directory: its files, by name and content).
     Raises ``ContaminationInputError`` as ``detect_format`` does, and for a Parquet file or
-    datasets directory that cannot be opened or lacks a text column."""
+    datasets directory that cannot be opened or lacks a text column. ``window``: the
+    length over which a document is read in windows, and a window's (module docstring)."""
 
-    def __init__(self, path: Path, *, text_field: str = "text", chunk_bytes: int = CHUNK_BYTES) -> None:
+    def __init__(
+        self, path: Path, *, text_field: str = "text", chunk_bytes: int = CHUNK_BYTES, window: int = WINDOW
+    ) -> None:
         self.path = path
         self.format = detect_format(path)
         self.text_field = text_field
         self.chunk_bytes = chunk_bytes
+        self.window = window
         self._sha256: str | None = None
         self.size = sum(p.stat().st_size for p in self._files())
 
@@ -182,21 +205,73 @@ class TrainingSource:
 
     def _jsonl(self) -> Iterator[Chunk]:
         digest = hashlib.sha256()
-        first, carry = 1, b""
+        first, data, base = 1, b"", 0  # ``data``: the file's bytes from ``base``, whole lines and a start of one
+        after_long: bytes | None = None  # what the block that ended a long line holds after it
         with self.path.open("rb") as stream:
-            while block := stream.read(self.chunk_bytes):
-                digest.update(block)
-                data = carry + block
-                cut = data.rfind(b"\n") + 1
-                if cut == 0:  # no line ends in it yet: a line longer than a chunk
-                    carry = data
-                    continue
-                carry = data[cut:]
-                yield Chunk(first, raw=data[:cut])
-                first += data.count(b"\n", 0, cut)
+            while True:
+                if after_long is None:
+                    block = stream.read(self.chunk_bytes)
+                    digest.update(block)
+                else:  # a chunk of its own, not one with the next block: no chunk is twice the size
+                    block, after_long = after_long, None
+                data += block
+                complete = data.rfind(b"\n") + 1 if block else len(data)  # at the end, a last line without a newline
+                position = 0
+                while position < complete:
+                    long = _long_line(data, position, complete, self.window)
+                    stop = complete if long < 0 else long
+                    if stop > position:
+                        yield Chunk(first, raw=data[position:stop])
+                        first += data.count(b"\n", position, stop)
+                    if long < 0:
+                        break
+                    end = data.find(b"\n", long, complete)
+                    end = complete if end < 0 else end
+                    yield from self._long_document(first, base + long, base + end)
+                    first += 1
+                    position = end + 1
+                data, base = data[complete:], base + complete
+                if not block:
+                    break
+                if len(data) > self.window:  # the line begun is long: find its end, keeping none of it
+                    start, base = base, base + len(data)
+                    while (block := stream.read(self.chunk_bytes)) and (newline := block.find(b"\n")) < 0:
+                        digest.update(block)
+                        base += len(block)
+                    digest.update(block)
+                    end = base + newline if block else base
+                    yield from self._long_document(first, start, end)
+                    first += 1
+                    data, base = b"", end + 1
+                    after_long = (block[newline + 1 :] or None) if block else None
         self._sha256 = digest.hexdigest()
-        if carry:
-            yield Chunk(first, raw=carry)
+
+    def _long_document(self, line: int, start: int, end: int) -> Iterator[Chunk]:
+        """The windows of the JSONL line in bytes ``[start, end)`` of the file, longer than a
+        window (or why it is no document), read from the file again (``longline``)."""
+        field = self.text_field
+        with self.path.open("rb") as stream, self.path.open("rb") as strings:
+            try:
+                found = survey(stream, start, end, frozenset({field, "messages", "prompt", "completion"}), self.window)
+            except NotJSON:
+                yield Chunk(line, skipped="not JSON")
+                return
+            if found.blank:
+                yield Chunk(line, raw=b"\n")  # a blank line: counted, no document
+                return
+            if found.members is None:
+                yield Chunk(line, skipped="not a JSON object")
+                return
+            pieces = _text_pieces(found.members, field, stream, strings, self.window)
+            windower, texts = Windower(self.window), False
+            for piece in pieces:
+                texts = True
+                for part in windower.feed(piece):
+                    yield Chunk(line, part=part)
+            if not texts:
+                yield Chunk(line, skipped=f"no text in field {field!r}")
+                return
+            yield Chunk(line, part=windower.close())
 
     def _parquet(self) -> Iterator[Chunk]:
         try:
@@ -213,7 +288,7 @@ class TrainingSource:
         for group in range(parquet.num_row_groups):
             for batch in parquet.iter_batches(batch_size=ROWS_PER_CHUNK, row_groups=[group], columns=columns):
                 texts = self._texts(batch.to_pydict())
-                yield Chunk(first, texts=texts)
+                yield from self._rows(first, texts)
                 first += len(texts)
 
     def _datasets(self) -> Iterator[Chunk]:
@@ -235,8 +310,22 @@ class TrainingSource:
             columns = self._columns(list(part.column_names))
             for batch in part.select_columns(columns).iter(batch_size=ROWS_PER_CHUNK):
                 texts = self._texts(batch)
-                yield Chunk(first, texts=texts)
+                yield from self._rows(first, texts)
                 first += len(texts)
+
+    def _rows(self, first: int, texts: list[str | None]) -> Iterator[Chunk]:
+        """Chunks of ``texts`` (rows from ``first``), a text longer than a window cut into
+        windows."""
+        start = 0
+        for at, text in enumerate(texts):
+            if text is not None and len(text) > self.window:
+                if at > start:
+                    yield Chunk(first + start, texts=texts[start:at])
+                for part in windows(text, self.window):
+                    yield Chunk(first + at, part=part)
+                start = at + 1
+        if start < len(texts):
+            yield Chunk(first + start, texts=texts[start:])
 
     def _columns(self, names: list[str]) -> list[str]:
         """The columns a document's text is read from (``document_text``'s shapes)."""
@@ -252,6 +341,45 @@ class TrainingSource:
         columns = list(batch)
         rows = len(batch[columns[0]]) if columns else 0
         return [document_text({name: batch[name][i] for name in columns}, self.text_field) for i in range(rows)]
+
+
+def _long_line(data: bytes, start: int, end: int, longest: int) -> int:
+    """Where the first line of ``data[start:end]`` (whole lines) longer than ``longest``
+    bytes begins, or -1; in steps of ``longest`` bytes, not line by line."""
+    while end - start > longest:
+        newline = data.rfind(b"\n", start, start + longest + 1)
+        if newline < 0:
+            return start
+        start = newline + 1
+    return -1
+
+
+def _text_pieces(
+    members: Mapping[str, Value], field: str, stream: BinaryIO, strings: BinaryIO, size: int
+) -> Iterator[str]:
+    """The pieces of a long line's text, as ``document_text`` would choose it from the
+    line's top-level ``members``: the string ``field``; else (``field`` absent or null) a
+    chat's ``messages``, else a ``prompt`` and a ``completion``. Nothing: no text (a text,
+    even an empty one, begins with an empty piece)."""
+    value = members.get(field)
+    if value is not None and value.kind == "string":
+        yield ""
+        yield from string_pieces(stream, value, size)
+        return
+    if (value is None or value.kind == "null") and field != "messages":
+        value = members.get("messages")
+        if value is None or value.kind == "null":
+            prompt, completion = members.get("prompt"), members.get("completion")
+            if prompt is not None and completion is not None and prompt.kind == completion.kind == "string":
+                yield ""
+                yield from string_pieces(stream, prompt, size)
+                yield "\n"
+                yield from string_pieces(stream, completion, size)
+            return
+    if value is not None and value.kind == "array":
+        for number, content in enumerate(contents(stream, value, size)):
+            yield "\n" if number else ""
+            yield from string_pieces(strings, content, size)
 
 
 def _file_sha256(path: Path) -> str:

@@ -123,7 +123,8 @@ class TrainingInfo:
     """What was read: the path as given, its format, size and SHA-256 (of the file; of a
     datasets directory, of its files' names and hashes), lines (JSONL) or rows read,
     documents scanned, lines skipped by reason with the first few (line, reason), and how
-    many documents were MinHashed (passed the prefilter)."""
+    many documents were MinHashed (passed the prefilter; each window of a long document
+    counts as one: ``windows``)."""
 
     path: str
     format: str

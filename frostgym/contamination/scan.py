@@ -10,7 +10,9 @@ no window spans two) and every window length is hashed at once by numpy
 sorted hashes. What comes back is small: per task hit, its best share of grams in one
 document and the grams seen, and for the few documents that pass the shingle prefilter
 (``Parameters.prefilter``), the tasks their MinHash signature is near, with the estimated
-similarity.
+similarity. A chunk that is one window of a long document (``windows``) gives its grams
+seen and its MinHash neighbours only: shares are per document, so the merge takes them once
+it has united the hits of all the document's windows.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import numpy.typing as npt
 from frostgym.contamination.index import GramTable, ScanIndex
 from frostgym.contamination.ngrams import SEPARATOR, Hashes, shingles, tokens, window_hashes
 from frostgym.contamination.reading import Chunk, parse_chunk
+from frostgym.contamination.windows import Part
 
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float64]
@@ -35,7 +38,9 @@ class ChunkResult:
     """What a chunk gave. ``best_tasks``/``best_shares``/``best_lines``: for each task with
     a gram in the chunk, the highest share of its grams one document held, and that
     document's line (the first, on a tie); ``seen``: the gram incidences
-    (``GramTable``) found; ``near``: per task index, its best (similarity, line)."""
+    (``GramTable``) found; ``near``: per task index, its best (similarity, line).
+    ``window_of``: for a window of a long document, its line (0: not one), and ``closes``
+    whether it is the document's last; such a result has ``seen`` but no ``best_*``."""
 
     lines: int = 0
     documents: int = 0
@@ -47,10 +52,14 @@ class ChunkResult:
     seen: Ints = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     minhashed: int = 0
     near: dict[int, tuple[float, int]] = field(default_factory=dict)
+    window_of: int = 0
+    closes: bool = False
 
 
 def scan_chunk(index: ScanIndex, chunk: Chunk, text_field: str) -> ChunkResult:
-    """Parse ``chunk`` (``reading.parse_chunk``) and scan its documents."""
+    """Parse ``chunk`` (``reading.parse_chunk``) and scan its documents (or its window)."""
+    if chunk.part is not None:
+        return scan_part(index, chunk.first, chunk.part)
     parsed = parse_chunk(chunk, text_field)
     result = scan_documents(index, parsed.documents)
     result.lines = parsed.lines
@@ -71,8 +80,24 @@ def scan_documents(index: ScanIndex, documents: list[tuple[int, str]]) -> ChunkR
         laid += tokens(text)
         laid.append(SEPARATOR)
     starts.append(len(laid))  # where a next document would start: ends are starts[1:] - 1
+    _scan(index, laid, starts, [line for line, _ in documents], result)
+    return result
+
+
+def scan_part(index: ScanIndex, line: int, part: Part) -> ChunkResult:
+    """Scan one window of the long document on ``line``: the grams it holds (``seen``) and
+    its MinHash neighbours; the document is counted with its last window."""
+    result = ChunkResult(lines=int(part.last), documents=int(part.last), window_of=line, closes=part.last)
+    laid = [*part.tokens(), SEPARATOR]
+    _scan(index, laid, [0, len(laid)], [line], result)
+    return result
+
+
+def _scan(index: ScanIndex, laid: list[bytes], starts: list[int], numbers: list[int], result: ChunkResult) -> None:
+    """Scan the documents laid end to end in ``laid`` (document ``d``'s tokens from
+    ``starts[d]``, a separator after each; its line ``numbers[d]``) into ``result``."""
     begin = np.array(starts, dtype=np.int64)
-    lines = np.array([line for line, _ in documents], dtype=np.int64)
+    lines = np.array(numbers, dtype=np.int64)
     ids = index.vocabulary.lookup(laid)
     shingle = index.parameters.shingle
     windows = window_hashes(index.vocabulary.values, ids, [*index.grams, shingle])
@@ -84,13 +109,16 @@ def scan_documents(index: ScanIndex, documents: list[tuple[int, str]]) -> ChunkR
         at = grams.members(hashes, valid)
         found_docs.append(np.searchsorted(begin, at, side="right") - 1)
         found_grams.append(hashes[at])
-    if found_docs:
+    if found_docs and result.window_of:
+        incidences, _ = index.table.incidences(np.unique(np.concatenate(found_grams)))
+        result.seen = np.unique(incidences)
+    elif found_docs:
         _tally(index.table, lines, np.concatenate(found_docs), np.concatenate(found_grams), result)
 
     hashes, valid = windows[shingle]
     at = index.shingle_hashes.members(hashes, valid)
     if len(at) == 0:
-        return result
+        return
     doc_of = np.searchsorted(begin, at, side="right") - 1  # ascending, as ``at`` is
     docs, first = np.unique(doc_of, return_index=True)
     bounds = [*first.tolist(), len(at)]  # a document's hits are one slice of ``at``
@@ -106,7 +134,6 @@ def scan_documents(index: ScanIndex, documents: list[tuple[int, str]]) -> ChunkR
             best = result.near.get(task)
             if best is None or similarity > best[0]:
                 result.near[task] = (similarity, line)
-    return result
 
 
 def _tally(table: GramTable, lines: Ints, docs: Ints, grams: Hashes, result: ChunkResult) -> None:
