@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -13,25 +14,35 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from typer import rich_utils
 
 from frostgym.commands.calibrate import calibrate_cmd
 from frostgym.commands.compare import compare_cmd, trend_cmd
 from frostgym.commands.contamination import contamination_cmd
 from frostgym.commands.export import export_app
+from frostgym.commands.headline import headline_cmd
+from frostgym.commands.options import finite_float
 from frostgym.commands.report import report_cmd
 from frostgym.commands.serve import serve_cmd
 from frostgym.core.env import FrozenEnv
-from frostgym.core.errors import FrostgymError
+from frostgym.core.errors import BackendLostError, BackendRefusedError, FrostgymError
 from frostgym.core.splits import PUBLIC_SPLITS, parse_splits
 from frostgym.core.tasks import TaskSource
 from frostgym.envs.levels import env_levels
 from frostgym.envs.registry import EnvEntry
 from frostgym.envs.specs import EnvSpec, env_options, parse_env_specs, parse_one_env_spec
+from frostgym.exclusions import UnknownPolicy
+from frostgym.progress import RunProgress, TokenMeter, load_agent
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, help="Frozen, seeded Gymnasium envs for LLM agents.")
 console = Console()
 if not console.is_terminal:  # logs and CI: rich would assume 80 columns and fold every table
     console = Console(width=160)
+if not sys.stdout.isatty() and rich_utils.MAX_WIDTH is None:  # TERMINAL_WIDTH, when set, is the user's
+    # Help (and usage errors) to a pipe or a file: at the 80 columns rich assumes there, a word
+    # longer than an option's help column ends in "…". Never narrower than COLUMNS asks.
+    _columns = os.environ.get("COLUMNS", "")
+    rich_utils.MAX_WIDTH = max(160, int(_columns) if _columns.isdigit() else 0)
 
 
 class UserError(FrostgymError):
@@ -58,8 +69,11 @@ def _make(env_id: str, **kwargs: Any) -> FrozenEnv:
 
 
 def _json_object(text: str, option: str) -> dict[str, Any]:
+    def refuse(constant: str) -> Any:
+        raise ValueError(f"{constant} is not a finite number")
+
     try:
-        value = json.loads(text)
+        value = json.loads(text, parse_constant=refuse)
     except ValueError as error:
         raise typer.BadParameter(f"{option} is not JSON: {error}") from error
     if not isinstance(value, dict):
@@ -69,11 +83,16 @@ def _json_object(text: str, option: str) -> dict[str, Any]:
 
 ENV_HELP = (
     "Env id, or several separated by commas, each with its own arguments in brackets if any: "
-    "'frostgym/Arithmetic-v0[level=1],frostgym/SQL-v0[level=2,max_turns=3]' (values are JSON scalars, else strings)."
+    "'frostgym/Arithmetic-v0\\[level=1],frostgym/SQL-v0\\[level=2,max_turns=3]' "
+    "(values are JSON scalars, else strings)."
 )
 EXCLUDE_HELP = (
     "Tasks to leave out of the plan, declared in the card with their reasons: the JSON of frostgym contamination "
     "--json (its contaminated tasks), or one task a line, 'TASK_ID' or 'ENV_ID TASK_ID', then '# reason' if any."
+)
+EXCLUDE_UNKNOWN_HELP = (
+    "What to do with --exclude entries that name an env of the run but no task of it (a typo, another "
+    "config's id): error refuses the file, listing them; warn lists them in one line and goes on."
 )
 TWINS_HELP = (
     "Also play each planned task's twin (same structure, new values or names, id TASK~twin) with the same samples: "
@@ -186,14 +205,17 @@ def eval_cmd(
         int | None, typer.Option(min=0, help="Cancel the rest of the plan once more episodes than this drop.")
     ] = None,
     k: Annotated[str, typer.Option(help="Extra k values for pass@k/pass^k/maj@k, comma-separated.")] = "",
-    temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature; 0 is greedy.")] = 0.0,
-    top_p: Annotated[float, typer.Option(min=0.0, max=1.0, help="Nucleus sampling mass.")] = 1.0,
+    temperature: Annotated[
+        float, typer.Option(parser=finite_float(min=0.0), help="Sampling temperature; 0 is greedy.")
+    ] = 0.0,
+    top_p: Annotated[float, typer.Option(parser=finite_float(min=0.0, max=1.0), help="Nucleus sampling mass.")] = 1.0,
     max_new_tokens: Annotated[int, typer.Option(min=1, help="Most tokens a model may generate per turn.")] = 512,
     model_batch_size: Annotated[int, typer.Option(min=1, help="Prompts per model forward batch.")] = 16,
     request_timeout: Annotated[
         float | None,
         typer.Option(
             metavar="SECONDS",
+            parser=finite_float(min=0.001),
             help="openai agent: whole-request deadline, connect to last byte, per attempt (default 120).",
         ),
     ] = None,
@@ -202,11 +224,12 @@ def eval_cmd(
     ] = None,
     task_config: Annotated[str | None, typer.Option(metavar="JSON", help=TASK_CONFIG_HELP)] = None,
     exclude: Annotated[Path | None, typer.Option(metavar="FILE", help=EXCLUDE_HELP)] = None,
+    exclude_unknown: Annotated[UnknownPolicy, typer.Option(help=EXCLUDE_UNKNOWN_HELP)] = "error",
     twins: Annotated[bool, typer.Option("--twins", help=TWINS_HELP)] = False,
     backend: Annotated[
         str,
         typer.Option(
-            help="local: envs in this process | ray: envs in Ray actors (pip install frostgym[ray]) | "
+            help="local: envs in this process | ray: envs in Ray actors (pip install frostgym\\[ray]) | "
             "remote: envs on a frostgym serve --allow-oracle server (token: FROSTGYM_SERVE_TOKEN)."
         ),
     ] = "local",
@@ -223,7 +246,7 @@ def eval_cmd(
 ) -> None:
     """Run an agent on envs and write a rollout card: DIR/card.json, plan.json, episodes.jsonl, drops.jsonl."""
     from frostgym.agents.sampling import SamplingParams
-    from frostgym.agents.spec import make_agent
+    from frostgym.agents.spec import agent_summary
     from frostgym.cards.run import card_config, run_to_card
     from frostgym.envs.registry import entry
     from frostgym.runner import RunOptions
@@ -241,6 +264,8 @@ def eval_cmd(
 
         hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # the CLI prints its own progress
     try:
+        sampling = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed)
+        console.print(f"agent: {escape(agent_summary(agent, sampling))}", highlight=False, soft_wrap=True)
         specs = parse_env_specs(env)
         env_ids = [spec.env_id for spec in specs]
         for env_id in env_ids:
@@ -258,7 +283,6 @@ def eval_cmd(
             retries=retries,
             max_drops=max_drops,
         )
-        sampling = SamplingParams(temperature=temperature, top_p=top_p, max_new_tokens=max_new_tokens, seed=seed)
         config = card_config(
             env_ids=env_ids,
             agent_spec=agent,
@@ -268,11 +292,21 @@ def eval_cmd(
             seed=seed,
             options=options,
             ks=ks,
-            excluded=None if exclude is None else _exclusions(exclude, env_ids, options.split, options.kwargs_for),
+            excluded=(
+                None
+                if exclude is None
+                else _exclusions(exclude, env_ids, options.split, options.kwargs_for, exclude_unknown)
+            ),
             twins=twins,
         )
-        policy = make_agent(
-            agent, seed=seed, sampling=sampling, batch_size=model_batch_size, request_timeout_s=request_timeout
+        policy = load_agent(  # says what it does: converting and loading a model can take minutes
+            console,
+            agent,
+            _TOKENS,
+            sampling=sampling,
+            seed=seed,
+            batch_size=model_batch_size,
+            request_timeout_s=request_timeout,
         )
     except (ValueError, KeyError, gymnasium.error.Error) as error:
         raise typer.BadParameter(str(error)) from error
@@ -302,6 +336,8 @@ def eval_cmd(
     # The card does not depend on the backend, so it records none: a ray card equals a local one.
     try:
         remote = RayEnvs.start(address, actors=ray_actors, prefetch_oracle=agent == "oracle")
+    except BackendRefusedError as error:  # the cluster answers but refuses this driver's token: one line
+        raise UserError(f"--backend ray: {error}") from None
     except (ConnectionError, RuntimeError) as error:  # no cluster there, or no room for the actors
         raise typer.BadParameter(f"--backend ray: {error}") from error
     with remote:
@@ -311,41 +347,55 @@ def eval_cmd(
 
 
 def _exclusions(
-    path: Path, env_ids: list[str], split: str, kwargs_for: Callable[[str], dict[str, Any]]
+    path: Path,
+    env_ids: list[str],
+    split: str,
+    kwargs_for: Callable[[str], dict[str, Any]],
+    unknown: UnknownPolicy = "error",
 ) -> dict[str, Any]:
-    """The card's record of the tasks ``--exclude`` takes out of this run's plan (said on the console)."""
-    from frostgym.exclusions import identity_record, read_exclusions, resolve
+    """The card's record of the tasks ``--exclude`` takes out of this run's plan (said on the
+    console); entries naming no task of the run's envs refuse the file, or with ``unknown``
+    ``warn`` are said in one line and left out."""
+    from frostgym.exclusions import describe_unknown, identity_record, read_exclusions, resolve
 
     listed = read_exclusions(path)
-    applied = resolve(listed, env_ids, split, kwargs_for)
+    resolved = resolve(listed, env_ids, split, kwargs_for, unknown=unknown)
+    applied, unknowns = resolved.applied, resolved.unknown
+    if unknowns:
+        console.print(
+            f"[yellow]--exclude {escape(str(path))}: going on without {escape(describe_unknown(unknowns))}[/yellow]",
+            soft_wrap=True,
+        )
+    other = len(listed.entries) - len(applied) - len(unknowns)
     console.print(
         f"--exclude {escape(str(path))}: {len(applied)} tasks left out of the plan"
-        + (f" ({len(listed.entries) - len(applied)} entries name other envs or splits)" if listed.entries else ""),
+        + (f" ({other} entries name other envs or splits)" if listed.entries else ""),
         soft_wrap=True,  # one line, however long the path: logs grep it
     )
     return identity_record(listed, applied)
 
 
-def _run_with_progress(run: Any, out: Path) -> None:
-    """Run with a progress bar, then print the summary; Ctrl-C leaves a resumable card."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+#: The tokens the eval's agent generates: ``eval`` wires its agent to it (``load_agent``)
+#: and ``_run_with_progress`` shows it (one eval at a time in a process).
+_TOKENS = TokenMeter()
 
+
+def _run_with_progress(run: Any, out: Path) -> None:
+    """Run with progress per episode and per generated token (a bar in a terminal, a plain
+    line every few seconds elsewhere: ``frostgym.progress``), then print the summary;
+    Ctrl-C leaves a resumable card."""
     from frostgym.cards.card import CardMismatchError, load_card
     from frostgym.cards.summary import print_summary
 
-    progress = Progress(
-        TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn(), console=console
-    )
-    bar = progress.add_task("episodes", total=None)
+    progress = RunProgress(console, _TOKENS if _TOKENS.counting else None)
     try:
         with progress:
-            run(
-                on_plan=lambda total, done: progress.update(bar, total=total, completed=done),
-                on_outcome=lambda _: progress.advance(bar),
-            )
+            run(on_plan=progress.on_plan, on_outcome=progress.on_outcome)
     except KeyboardInterrupt:
         console.print(f"[yellow]interrupted: finish the card with the same command plus --resume ({out})[/yellow]")
         raise typer.Exit(130) from None
+    except BackendLostError as error:  # the envs' server or cluster is gone: the card is interrupted
+        raise UserError(str(error)) from None
     except (CardMismatchError, FileExistsError, ValueError) as error:
         raise typer.BadParameter(str(error)) from error
     except OSError as error:  # a full disk, a vanished mount: the card is closed as interrupted if it could be
@@ -377,10 +427,11 @@ def summary_cmd(card_dir: Annotated[Path, typer.Argument(help="A card directory.
 @app.command("replay")
 def replay_cmd(card_dir: Annotated[Path, typer.Argument(help="A card directory.")]) -> None:
     """Re-run every recorded action in fresh envs with the recorded seeds; exit 1 on any
-    difference in observations, tool results, info or grades, naming the first divergent step."""
+    difference in observations, tool results, info or grades, naming the first divergent step.
+    A card whose files fail their checksums is refused first (exit 2): nothing is replayed."""
     from frostgym.cards.replay import replay_card
 
-    report = replay_card(card_dir)
+    report = replay_card(card_dir)  # CardCorruptError before any episode: ``main`` says it in one line, exit 2
     table = Table("env", "episodes", "identical", "diverged", "first divergence")
     by_env: dict[str, list[Any]] = {}
     for e in report.episodes:
@@ -399,8 +450,6 @@ def replay_cmd(card_dir: Annotated[Path, typer.Argument(help="A card directory."
         )
     if report.drops_not_replayed:
         console.print(f"{report.drops_not_replayed} dropped episodes have no final grade and were not replayed")
-    if report.integrity_error:
-        console.print(f"[red]integrity: {report.integrity_error}[/red]")
     if not report.ok:
         raise typer.Exit(1)
     console.print(f"replay identical: {len(report.episodes) - len(kept_short)} episodes")
@@ -580,6 +629,7 @@ app.command("calibrate")(calibrate_cmd)
 app.command("contamination")(contamination_cmd)
 app.add_typer(export_app, name="export")
 app.command("report")(report_cmd)
+app.command("headline")(headline_cmd)
 app.command("serve")(serve_cmd)
 
 

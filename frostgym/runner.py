@@ -335,6 +335,8 @@ class _Run:
             replies = self.agent.act(requests)
             if len(replies) != len(requests):
                 raise RuntimeError(f"agent returned {len(replies)} replies for {len(requests)} requests")
+        except BackendLostError:  # an oracle read from envs whose backend is gone
+            raise
         except Exception as error:  # the whole batch failed: every episode in it did
             failure = failure_of(error, "agent", "agent_error")
             for item in live:

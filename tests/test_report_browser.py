@@ -178,3 +178,23 @@ def test_a_drop_link_filters_to_the_drops_and_opens_one(report: tuple[Path, Path
     assert "agent_error" in page.page.locator("#episode .drop").first.inner_text()
     assert "503 <html>busy</html>" in page.page.locator("#episode").inner_text()
     page.screenshot("report-drop")
+
+
+def test_the_first_screen_is_the_headline(report: tuple[Path, Path, Path], page: Page) -> None:
+    """At 1400 x 1000 the chart, its numbers and the failure labels are all in view before
+    any scrolling, and the bookkeeping (the cards table first) starts below them."""
+    index, _, _ = report
+    page.open(index)
+    height = page.page.viewport_size["height"]
+    headline = page.page.locator("#headline")
+    boxes = {
+        name: headline.locator(selector).first.bounding_box()
+        for name, selector in (("chart", "svg"), ("numbers", "table"), ("failures", "p:has-text('failure labels')"))
+    }
+    for name, box in boxes.items():
+        assert box is not None and box["height"] > 0 and box["y"] + box["height"] <= height, (name, box)
+    cards = page.page.locator("#cards").bounding_box()
+    assert cards is not None and cards["y"] > max(b["y"] + b["height"] for b in boxes.values() if b)
+    folder = Path(os.environ.get("FROSTGYM_SCREENSHOTS", page._tmp))
+    page.page.screenshot(path=str(folder / "report-first-screen.png"))  # the viewport only: what a person sees
+    assert [m for m in page.console if m[0] in ("error", "pageerror", "warning")] == []

@@ -64,6 +64,23 @@ class AgentReply:
         }
 
 
+#: Called as a model agent works, with the tokens it generated and the replies it finished
+#: since the last call: each decoding step's new tokens, then ``(0, rows)`` once a batch's
+#: replies are done (the HF agent), or each reply's completion tokens and 1 (the OpenAI
+#: agent). It runs on the thread that generates, so it must be cheap and thread-safe.
+TokenHook = Callable[[int, int], None]
+
+
+@runtime_checkable
+class CountsTokens(Protocol):
+    """An agent that reports the tokens it generates while it generates them, to
+    ``on_tokens`` when that is set (None: nothing is counted, nothing changes). The CLI
+    sets it to show tokens/s while a batch is still generating: the runner's per-episode
+    hook fires only when a whole batch of episodes has its replies."""
+
+    on_tokens: TokenHook | None
+
+
 @runtime_checkable
 class Agent(Protocol):
     name: str

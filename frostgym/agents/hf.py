@@ -10,6 +10,9 @@
 - Logprobs, when asked for, are of each chosen token under the model's raw (temperature
   1) distribution: what KL and entropy diagnostics need.
 - Nothing is ever downloaded: offline mode is forced and every load is ``local_files_only``.
+- Progress: with ``on_tokens`` set, each decoding step's new tokens are reported as they
+  are made (a streamer handed to ``generate``), and each batch's replies when it is done,
+  so a display can show tokens/s and replies long before the episodes are done.
 """
 
 from __future__ import annotations
@@ -20,14 +23,15 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")  # before transformers / huggingfac
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LogitsProcessor, LogitsProcessorList
+from transformers.generation.streamers import BaseStreamer
 
-from frostgym.agents.base import AgentReply, AgentRequest
+from frostgym.agents.base import AgentReply, AgentRequest, TokenHook
 from frostgym.agents.sampling import SamplingParams
 from frostgym.core.errors import FrostgymError
 from frostgym.core.seeding import derive_seed
@@ -64,6 +68,39 @@ class SeededSampler(LogitsProcessor):
         return one_hot  # type: ignore[return-value]
 
 
+class TokenCounter(BaseStreamer):
+    """Hands each decoding step's new tokens to a ``TokenHook`` (as ``hook(tokens, 0)``) as
+    ``generate`` makes them.
+
+    ``generate`` gives a streamer the prompt first, then one token per row per step. A row
+    counts as ``_completion_length`` counts its reply: its tokens through its first
+    end-of-sequence token; the pad tokens a finished row is given after that are not
+    counted, so the hook's total for a call is the replies' ``completion_tokens``."""
+
+    def __init__(self, hook: TokenHook, eos_ids: set[int], pad_id: int) -> None:
+        self.hook = hook
+        self.eos = torch.tensor(sorted(eos_ids), dtype=torch.long)
+        self.pad_id = pad_id
+        self.prompt_seen = False
+        self.ended: torch.Tensor | None = None
+
+    def put(self, value: torch.Tensor) -> None:
+        if not self.prompt_seen:
+            self.prompt_seen = True
+            return
+        tokens = value.reshape(-1)
+        if self.ended is None:
+            self.ended = torch.zeros(tokens.shape[0], dtype=torch.bool)
+        ends = torch.isin(tokens, self.eos)
+        new = int((~self.ended & (ends | (tokens != self.pad_id))).sum())
+        self.ended |= ends
+        if new:
+            self.hook(new, 0)
+
+    def end(self) -> None:
+        """Nothing is held back: every step was handed on as it came."""
+
+
 class HFAgent:
     """A transformers causal LM as a policy, batched (see the module docstring for how).
 
@@ -71,7 +108,11 @@ class HFAgent:
     have a chat template; it is switched to left padding, and given the EOS token as pad
     token when it has none); ``sampling`` the decoding parameters (greedy by default);
     ``batch_size`` how many prompts go to ``generate`` at once; ``model_id`` the name
-    ``describe`` records. ``from_pretrained(path, ...)`` loads a local model directory
+    ``describe`` records, and ``source`` what it records of where the weights come from
+    (the embedded model's package and file: ``frostgym.agents.smollm2.model_source``).
+    ``on_tokens``, None until a caller sets it, is told of each decoding step's new
+    tokens (``TokenCounter``) and of each batch's replies once they are done: what a
+    progress display counts. ``from_pretrained(path, ...)`` loads a local model directory
     and raises ``ModelNotFoundError`` when there is none: nothing is ever downloaded.
 
     ``act`` returns one ``AgentReply`` per request, in order: the completion text (stop
@@ -96,6 +137,7 @@ class HFAgent:
         sampling: SamplingParams | None = None,
         batch_size: int = 16,
         model_id: str = "",
+        source: Mapping[str, Any] | None = None,
     ) -> None:
         self.model = model.eval()
         self.tokenizer = tokenizer
@@ -105,6 +147,8 @@ class HFAgent:
         self.sampling = sampling or SamplingParams()
         self.batch_size = batch_size
         self.model_id = model_id
+        self.source = dict(source) if source is not None else None
+        self.on_tokens: TokenHook | None = None
 
     @classmethod
     def from_pretrained(
@@ -132,7 +176,7 @@ class HFAgent:
         return torch.device(next(self.model.parameters()).device)
 
     def describe(self) -> dict[str, Any]:
-        return {
+        described = {
             "spec": f"hf:{self.model_id}",
             "model": self.model_id,
             "device": str(self.device),
@@ -140,6 +184,9 @@ class HFAgent:
             "batch_size": self.batch_size,
             "sampling": self.sampling.to_dict(),
         }
+        if self.source is not None:
+            described["source"] = dict(self.source)
+        return described
 
     def prompt(self, request: AgentRequest) -> str:
         kwargs: dict[str, Any] = {"add_generation_prompt": True, "tokenize": False}
@@ -170,6 +217,9 @@ class HFAgent:
         if params.temperature > 0:
             seeds = [derive_seed("hf-sampling", params.seed, r.seed) for r in requests]
             processors.append(SeededSampler(params.temperature, params.top_p, seeds, self.device))
+        eos_ids = set(_as_list(self.model.generation_config.eos_token_id)) | {self.tokenizer.eos_token_id}
+        hook = self.on_tokens
+        streamer = None if hook is None else TokenCounter(hook, eos_ids, self.tokenizer.pad_token_id)
         output = self.model.generate(
             **encoded,
             max_new_tokens=params.max_new_tokens,
@@ -183,14 +233,16 @@ class HFAgent:
             top_p=None,
             top_k=None,
             temperature=None,
+            streamer=streamer,
         )
+        if hook is not None:
+            hook(0, len(prompts))
         elapsed = time.perf_counter() - started
         prompt_width = encoded["input_ids"].shape[1]
         new_tokens = output.sequences[:, prompt_width:]
         step_logprobs = (
             torch.log_softmax(torch.stack(output.logits, dim=1).float(), dim=-1) if params.logprobs else None
         )
-        eos_ids = set(_as_list(self.model.generation_config.eos_token_id)) | {self.tokenizer.eos_token_id}
         replies = []
         for row in range(new_tokens.shape[0]):
             tokens = new_tokens[row].tolist()

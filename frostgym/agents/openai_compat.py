@@ -59,7 +59,7 @@ from typing import Any, TypeVar
 import httpcore
 import httpx
 
-from frostgym.agents.base import AgentReply, AgentRequest
+from frostgym.agents.base import AgentReply, AgentRequest, TokenHook
 from frostgym.agents.sampling import SamplingParams
 from frostgym.core.messages import Action, clean_text
 from frostgym.core.seeding import derive_seed
@@ -118,6 +118,9 @@ class OpenAIAgent:
     ``{"content", "tool_calls"}`` action), the server's token counts and finish reason,
     and in ``extra`` the latency, the attempts and any logprobs. ``usage`` adds up
     requests, retries, failures and tokens; ``close`` releases the connections.
+    ``on_tokens``, None until a caller sets it, is told of each reply as it comes, with its
+    completion tokens when the server reports them (its ``usage``; else 0), from the
+    thread that read the reply.
 
     Determinism: each request sends a ``seed`` derived from ``sampling.seed`` and the
     request's own seed; whether the server honours it is the server's matter.
@@ -164,6 +167,7 @@ class OpenAIAgent:
         self._pool = _connection_pool(self.url, _DeadlineBackend(self._deadline), concurrency)
         self._lock = threading.Lock()
         self.usage = {"requests": 0, "retries": 0, "failures": 0, "prompt_tokens": 0, "completion_tokens": 0}
+        self.on_tokens: TokenHook | None = None
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -178,7 +182,14 @@ class OpenAIAgent:
 
     def act(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
         with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(requests)))) as pool:
-            return list(pool.map(self._one, requests))
+            return list(pool.map(self._counted, requests))
+
+    def _counted(self, request: AgentRequest) -> AgentReply:
+        reply = self._one(request)
+        hook = self.on_tokens
+        if hook is not None:
+            hook(reply.completion_tokens or 0, 1)
+        return reply
 
     def close(self) -> None:
         self._pool.close()

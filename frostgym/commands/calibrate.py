@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.table import Table
 
 from frostgym.calibrate import DEFAULT_TARGET, LevelProbe, nearest_level, probe_levels
+from frostgym.commands.options import finite_float
 from frostgym.core.errors import FrostgymError
 from frostgym.envs.levels import env_levels, task_source_class
 from frostgym.envs.specs import parse_one_env_spec
@@ -22,16 +23,20 @@ from frostgym.envs.specs import parse_one_env_spec
 
 def calibrate_cmd(
     env: Annotated[
-        str, typer.Option(help="One env id, with its own arguments if any: 'frostgym/SQL-v0[max_turns=3]'.")
+        str, typer.Option(help="One env id, with its own arguments if any: 'frostgym/SQL-v0\\[max_turns=3]'.")
     ],
     out: Annotated[Path, typer.Option(help="Directory for the probe cards (DIR/level-N).")],
     agent: Annotated[str, typer.Option(help="oracle | random | smollm2 | hf:PATH | openai:BASE_URL#MODEL")] = "smollm2",
     levels: Annotated[str | None, typer.Option(help="Levels to probe, comma-separated (default: all).")] = None,
     episodes: Annotated[int, typer.Option(min=1, help="Tasks per level (one episode each).")] = 30,
     split: Annotated[str, typer.Option(help="The split to probe.")] = "dev",
-    target: Annotated[float, typer.Option(min=0.0, max=1.0, help="The pass rate to look for.")] = DEFAULT_TARGET,
+    target: Annotated[
+        float, typer.Option(parser=finite_float(min=0.0, max=1.0), help="The pass rate to look for.")
+    ] = DEFAULT_TARGET,
     seed: Annotated[int, typer.Option(min=0, help="Run seed of every probe.")] = 0,
-    temperature: Annotated[float, typer.Option(min=0.0, help="Sampling temperature; 0 is greedy.")] = 0.0,
+    temperature: Annotated[
+        float, typer.Option(parser=finite_float(min=0.0), help="Sampling temperature; 0 is greedy.")
+    ] = 0.0,
     max_new_tokens: Annotated[int, typer.Option(min=1, help="Most tokens a model may generate per turn.")] = 512,
     model_batch_size: Annotated[int, typer.Option(min=1, help="Prompts per model forward batch.")] = 16,
     resume: Annotated[bool, typer.Option(help="Finish the probe cards a killed calibration left in --out.")] = False,

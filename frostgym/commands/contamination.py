@@ -18,6 +18,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from frostgym.commands.options import finite_float
 from frostgym.core.errors import FrostgymError
 
 if TYPE_CHECKING:
@@ -36,16 +37,22 @@ def contamination_cmd(
     ] = None,
     env: Annotated[
         list[str] | None,
-        typer.Option(help="Env ids to check (repeat, or comma-separate; 'ID[level=2]' for a level). Default: all."),
+        typer.Option(help="Env ids to check (repeat, or comma-separate; 'ID\\[level=2]' for a level). Default: all."),
     ] = None,
     split: Annotated[str, typer.Option(help="Fixed splits to check, comma-separated.")] = "test,private",
     text_field: Annotated[str, typer.Option(help="The field (column) holding a document's text.")] = "text",
     ngram: Annotated[int, typer.Option(min=1, max=64, help="Words per n-gram.")] = 13,
     ngram_threshold: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Flag a task when this share of its n-grams is in one document.")
+        float,
+        typer.Option(
+            parser=finite_float(min=0.0, max=1.0), help="Flag a task when this share of its n-grams is in one document."
+        ),
     ] = 0.5,
     minhash_threshold: Annotated[
-        float, typer.Option(min=0.0, max=1.0, help="Flag a task when its MinHash similarity reaches this.")
+        float,
+        typer.Option(
+            parser=finite_float(min=0.0, max=1.0), help="Flag a task when its MinHash similarity reaches this."
+        ),
     ] = 0.6,
     workers: Annotated[
         int | None, typer.Option(min=1, help="Processes scanning the training data (default: one per core).")

@@ -29,9 +29,10 @@ def report_cmd(
         Path | None, typer.Option(help="A gates TOML file: show each comparison's decision (see examples/gates.toml).")
     ] = None,
 ) -> None:
-    """Write OUT/index.html: accounting and drops, the views, plots, comparisons (with
-    --baseline or several cards; the decision with --gate) and a trajectory browser. It
-    opens from disk with no server and no network; keep data/ beside it."""
+    """Write OUT/index.html: first the headline (pass@1 per env and level against the
+    oracle's ceiling, the decision with --gate, the common failures), then accounting and
+    drops, the views, plots, comparisons (with --baseline or several cards) and a
+    trajectory browser. It opens from disk with no server and no network; keep data/ beside it."""
     console = Console(stderr=False, soft_wrap=True)
     began = time.perf_counter()
     from frostgym.report.build import write_report  # here: matplotlib costs every other command 0.3 s

@@ -32,6 +32,8 @@ from typing import BinaryIO
 
 import orjson
 
+from frostgym.core.errors import FrostgymError
+
 #: Nesting orjson accepts (a 1,025th level is an error).
 MAX_DEPTH = 1024
 #: About the longest number read (orjson reads any length; no training set holds longer ones).
@@ -64,8 +66,9 @@ def _run_end(pattern: re.Pattern[bytes], data: bytes, start: int, stop: int | No
     return matched.end()
 
 
-class NotJSON(ValueError):
-    """The line is not JSON (as orjson would say)."""
+class NotJSON(FrostgymError, ValueError):
+    """The line is not JSON (as orjson would say): the reader skips it, as it skips any
+    line orjson refuses."""
 
 
 @dataclass(frozen=True)

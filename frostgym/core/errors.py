@@ -105,3 +105,9 @@ class CardLockedError(FrostgymError, RuntimeError):
     def __init__(self, message: str, pid: int | None = None) -> None:
         super().__init__(message)
         self.pid = pid
+
+
+class BackendRefusedError(FrostgymError, ConnectionError):
+    """A backend (a Ray cluster, an env server) answers but refuses this client's credentials:
+    a missing or wrong token. Nothing can run until the client is given the right one, so it
+    is raised before a run starts, saying which credentials were sent (never their value)."""

@@ -6,6 +6,11 @@ and whose values are the card's and the comparison's own, formatted in one place
 trajectory browser runs script (``assets/report.js``), inlined with the stylesheet so the
 page needs nothing but the ``data/`` folder beside it. A Content-Security-Policy forbids
 every connection: the page cannot reach the network even by mistake.
+
+Why the headline first: the first screen is what a person reads, so it holds the answer
+(``frostgym.report.headline``: pass@1 per env and level with its interval against the
+oracle's ceiling, the gate decision, the most common failure labels), and the bookkeeping
+that answer rests on (cards, accounting, views, plots) follows it.
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from frostgym.cards.views import RULE_NAMES
 from frostgym.compare.compare import Comparison
 from frostgym.report import plots
 from frostgym.report.estimates import SliceEstimate, pass_at_1
+from frostgym.report.headline import CEILING_AGENT, build_headline, category
 from frostgym.report.records import ReportCard
 from frostgym.version import __version__
 
@@ -52,8 +58,9 @@ def render_page(cards: Sequence[ReportCard], comparisons: Sequence[CardCompariso
     title = "frostgym report: " + ", ".join(card.label for card in cards)
     estimates = {card.label: pass_at_1(card.facts.facts) for card in cards}
     sections = [
-        _cards_section(cards),
+        _headline_section(cards, estimates, comparisons),
         _decision_section(comparisons),
+        _cards_section(cards),
         _accounting_section(cards),
         _views_section(cards),
         _plots_section(cards, estimates),
@@ -82,10 +89,78 @@ def _nav(comparisons: Sequence[CardComparison]) -> str:
     links = [("cards", "Cards"), ("accounting", "Accounting and drops"), ("views", "Views"), ("plots", "Plots")]
     if any(c.comparison is not None and c.comparison.decision is not None for c in comparisons):
         links.insert(0, ("decision", "Decision"))
+    links.insert(0, ("headline", "Headline"))
     if comparisons:
         links.append(("compare", "Comparison"))
     links.append(("browser", "Trajectories"))
     return "<nav>" + " · ".join(f'<a href="#{key}">{_e(text)}</a>' for key, text in links) + "</nav>"
+
+
+def _headline_section(
+    cards: Sequence[ReportCard],
+    estimates: Mapping[str, list[SliceEstimate]],
+    comparisons: Sequence[CardComparison],
+) -> str:
+    """The first screen: pass@1 per env and level with its interval, against the oracle's
+    ceiling when an oracle card is among the cards, as a chart and its numbers; the gate
+    decision when there is one; the most common failure labels."""
+    headline = build_headline([(card.label, card.facts) for card in cards], [estimates[card.label] for card in cards])
+    if not headline.rows:
+        return ""
+    categories = list(dict.fromkeys((row.env, row.level) for row in headline.rows))
+    # One series per agent; per card where an agent plays one env at one level twice.
+    by_agent = [(row.agent, row.env, row.level) for row in headline.rows]
+    keyed = {row: row.agent if len(set(by_agent)) == len(by_agent) else row.card for row in headline.rows}
+    found = {(keyed[row], row.env, row.level): row for row in headline.rows}
+    names = list(dict.fromkeys(keyed[row] for row in headline.rows))
+    series = {
+        name: [_estimate(found[(name, *where)].estimate if (name, *where) in found else None) for where in categories]
+        for name in names
+    }
+    ceiling_rows = {(row.env, row.level): row.ceiling for row in reversed(headline.rows)}
+    ceiling = [_value(ceiling_rows[where]) for where in categories] if headline.ceiling_cards else None
+    against = f" against the {CEILING_AGENT}'s ceiling" if ceiling is not None else ""
+    svg = plots.interval_bars(
+        [category(env, level) for env, level in categories],
+        series,
+        title=f"pass@1 per env and level{against}",
+        ylabel="pass@1 (%)",
+        ceiling=ceiling,
+        ceiling_label=f"{CEILING_AGENT}'s ceiling",
+    )
+    several = len(names) > 1
+    header = [*(["agent"] if several else []), "family", "env", "level", "pass@1 [95% interval]"]
+    header += [f"ceiling ({CEILING_AGENT})"] if ceiling is not None else []
+    header += ["most common failures"]
+    rows = []
+    for row in headline.rows:
+        cells = [keyed[row]] if several else []
+        cells += [row.family, row.env, row.level or MISSING, _interval_text(row.estimate)]
+        if ceiling is not None:
+            shown = _num(None if row.ceiling is None else row.ceiling.value)
+            cells.append(shown + row.ceiling_note)
+        cells.append(", ".join(f"{label} {count}" for label, count in row.failures) or MISSING)
+        rows.append(cells)
+    parts = [f'<div class="plot-row"><figure class="plot">{svg}</figure>{_table(header, rows)}</div>']
+    for item in comparisons:
+        if item.comparison is not None and item.comparison.decision is not None:
+            decision = item.comparison.decision
+            parts.append(
+                f'<p class="headline-decision">Decision, {_e(item.cand)} against {_e(item.base)}: '
+                f'<span class="decision decision-{_e(decision)}">{_e(decision)}</span> '
+                '(<a href="#decision">the gates</a>)</p>'
+            )
+    for agent, failures in headline.failures.items():
+        if failures:
+            listed = " · ".join(f"{_e(label)} ({count})" for label, count in failures)
+            parts.append(f"<p><b>Most common failure labels of {_e(agent)}:</b> {listed}</p>")
+    if ceiling is None:
+        parts.append(f'<p class="muted">No {CEILING_AGENT} card among the cards: no ceiling is drawn.</p>')
+    parts.append(
+        '<p class="muted">Errors count as failures; the intervals are 95%, bootstrap over tasks. The bookkeeping '
+        "these numbers rest on (cards, accounting and drops, views, plots) follows below.</p>"
+    )
+    return _section("headline", "Headline", "".join(parts))
 
 
 def _cards_section(cards: Sequence[ReportCard]) -> str:

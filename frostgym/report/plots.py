@@ -123,10 +123,20 @@ def radar(axes: Sequence[str], series: Mapping[str, Sequence[float | None]], *, 
 
 
 def interval_bars(
-    categories: Sequence[str], series: Mapping[str, Sequence[Estimate]], *, title: str, ylabel: str
+    categories: Sequence[str],
+    series: Mapping[str, Sequence[Estimate]],
+    *,
+    title: str,
+    ylabel: str,
+    ceiling: Sequence[float | None] | None = None,
+    ceiling_label: str = "ceiling",
 ) -> str:
     """Grouped horizontal bars, one per card per category, on a 0-100 scale, with each
     estimate's interval as an error bar.
+
+    ``ceiling``, when given, is one rate per category (None: none there), drawn as a dashed
+    mark across the category's bars (the best score the env allows, the oracle's) and named
+    ``ceiling_label`` in the legend, so each bar reads against what it could reach.
 
     ``series`` maps a card label to one Estimate per category (values in [0, 1], drawn as
     0-100). A None value is drawn as no bar with an "n/a" mark. Bars are horizontal so that
@@ -139,10 +149,13 @@ def interval_bars(
         (str(label), _estimates(values, len(names), f"interval_bars series {label!r}"))
         for label, values in series.items()
     ]
-    key = ("interval_bars", title, ylabel, names, rows)
+    marks = None if ceiling is None else _rates(ceiling, len(names), "interval_bars ceiling")
+    key: tuple[object, ...] = ("interval_bars", title, ylabel, names, rows)
+    if marks is not None:
+        key += (ceiling_label, marks)
     if not names or not rows:
         return _no_data(key, title)
-    return _render(key, title, lambda: _grouped_bars(title, names, rows, ylabel))
+    return _render(key, title, lambda: _grouped_bars(title, names, rows, ylabel, marks, ceiling_label))
 
 
 def stacked_counts(groups: Sequence[str], stacks: Mapping[str, Sequence[int]], *, title: str, xlabel: str) -> str:
@@ -268,14 +281,25 @@ def _axis_label(j: int, name: str, rows: list[tuple[str, list[float | None]]]) -
     return label
 
 
-def _grouped_bars(title: str, names: list[str], rows: list[tuple[str, list[Estimate]]], value_label: str) -> Figure:
+def _grouped_bars(
+    title: str,
+    names: list[str],
+    rows: list[tuple[str, list[Estimate]]],
+    value_label: str,
+    ceiling: list[float | None] | None = None,
+    ceiling_label: str = "ceiling",
+) -> Figure:
     shown = [_short(name, LABEL_CHARS) for name in names]
     top_ticks = len(names) > _TOP_TICKS_FROM
     handles = [_bar_handle(i) for i in range(len(rows))]
+    labels = [label for label, _ in rows]
+    if ceiling is not None:
+        handles.append(Line2D([], [], color=_CEILING, linestyle="--", linewidth=1.4))
+        labels.append(ceiling_label)
     fig, rect = _chart(
         title,
         handles,
-        [label for label, _ in rows],
+        labels,
         body=len(names) * max(20.0, 12.0 * len(rows)),
         left=_category_margin(shown),
         bottom=_TICKS + _LINE + 2 * _PAD,
@@ -309,6 +333,16 @@ def _grouped_bars(title: str, names: list[str], rows: list[tuple[str, list[Estim
         ax.hlines(spans[0], spans[1], spans[2], color="#222222", linewidth=1)
         cap = min(6.0, 30 * height)
         ax.plot(spans[1] + spans[2], spans[0] * 2, linestyle="none", marker="|", markersize=cap, color="#222222")
+    marked = [(k, value) for k, value in enumerate(ceiling or []) if value is not None]
+    if marked:
+        ax.vlines(
+            [100 * _clip(value) for _, value in marked],
+            [k - 0.45 for k, _ in marked],
+            [k + 0.45 for k, _ in marked],
+            colors=_CEILING,
+            linestyles="--",
+            linewidth=1.4,
+        )
     _categories(ax, shown)
     _percent_axis(ax, "x")
     ax.set_xlabel(value_label)
@@ -432,6 +466,7 @@ _RADAR_LABEL_CHARS = 22
 _UPRIGHT = 0.1  # |sin| or |cos| below this: a label is centred on its axis
 _GRID = "#e5e5e5"
 _HATCH_EDGE = "#333333"
+_CEILING = "#222222"
 
 
 def _chart(
