@@ -51,9 +51,9 @@ from bench_common import format_table, machine_info, write_json
 import frostgym
 from frostgym.agents import OracleAgent
 from frostgym.cards.card import CardWriter
-from frostgym.cards.run import card_config
-from frostgym.plan import PlannedEpisode, make_plan
-from frostgym.runner import Outcome, RunOptions, run_plan
+from frostgym.evaluate.run_to_card import card_config
+from frostgym.run.plan import PlannedEpisode, make_plan
+from frostgym.run.runner import Outcome, RunOptions, run_plan
 
 ENV_ID = "frostgym/Math-v0"
 

@@ -3,7 +3,7 @@ threads) next to the Ray backend (envs in Ray actors, one per CPU), on this mach
 
 Families: math (``frostgym/Math-v0``, dev split, 2 samples per task) and code (``frostgym/Code-v0``, test split,
 every step runs HumanEval's tests in the sandbox). Each configuration plays the same plan
-in memory (``frostgym.runner.evaluate``, no card), once untimed to warm up, then
+in memory (``frostgym.run.runner.evaluate``, no card), once untimed to warm up, then
 ``--repeats`` timed rounds; the best round is kept. Ray's start-up (a local Ray with
 ``--num-cpus`` CPUs and its actors) is timed separately and left out of the rates. The
 Ray runs are also checked to give the local runs' outcomes (same plan ids, actions, grades).
@@ -26,8 +26,8 @@ from bench_common import format_table, machine_info, write_json
 
 from frostgym.agents import OracleAgent
 from frostgym.core.splits import Split
-from frostgym.integrations.ray_backend import RayEnvs
-from frostgym.runner import EnvBackend, MemorySink, RunOptions, evaluate
+from frostgym.run.ray_backend import RayEnvs
+from frostgym.run.runner import EnvBackend, MemorySink, RunOptions, evaluate
 
 # family -> (env id, split, samples per task)
 FAMILIES: dict[str, tuple[str, Split, int]] = {

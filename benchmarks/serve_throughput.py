@@ -2,7 +2,7 @@
 
 1. **One client, one call at a time** (``frostgym/Arithmetic-v0``, the oracle's replies, worked out
    in process up front so only env calls are timed): ``reset`` + ``step`` per episode, in process,
-   over a WebSocket session (``frostgym.remote``), over plain HTTP (``httpx``, one keep-alive
+   over a WebSocket session (``frostgym.serve.remote``), over plain HTTP (``httpx``, one keep-alive
    connection, a named session) and through openenv-core's ``GenericEnvClient`` (sync). Calls/s,
    p50/p99 latency per call, and the overhead per call over in process.
 2. **Load** (the issue's test): 64 concurrent WebSocket sessions of ``frostgym/Math-v0`` and 8 of
@@ -39,7 +39,7 @@ from bench_common import format_table, machine_info, write_json
 
 import frostgym
 from frostgym.envs.registry import make_env
-from frostgym.remote import make
+from frostgym.serve.remote import make
 
 ROOT = Path(__file__).resolve().parents[1]
 ARITHMETIC = "frostgym/Arithmetic-v0"
@@ -293,7 +293,7 @@ def main() -> None:
         base = None
         for name, run in [
             ("in process", lambda: _in_process(plan)),
-            ("websocket (frostgym.remote)", lambda: _websocket(url, plan)),
+            ("websocket (frostgym.serve.remote)", lambda: _websocket(url, plan)),
             ("http (httpx, keep-alive)", lambda: _http(url, plan)),
             ("openenv GenericEnvClient (ws)", lambda: _openenv(url, plan)),
         ]:

@@ -14,7 +14,7 @@ times, so ``frostgym compare OUT/before OUT/after`` pairs them task by task.
 drawn from a seeded generator: the control for gains that come from the training itself
 rather than from the verifier (the real frostgym rewards are still logged, at weight 0).
 
-``--curriculum LEVELS`` draws the training prompts from ``frostgym.curriculum`` instead of
+``--curriculum LEVELS`` draws the training prompts from ``frostgym.train.curriculum`` instead of
 one level: it starts at the first level given and moves to keep the running pass rate in
 30-70%; the level of every step is logged.
 
@@ -38,18 +38,18 @@ from trl.trainer.grpo_trainer import GRPOTrainer
 from frostgym.agents.hf import HFAgent
 from frostgym.agents.sampling import SamplingParams
 from frostgym.agents.smollm2 import ensure_converted, tiny_random_model
-from frostgym.cards.run import card_config, run_to_card
 from frostgym.core.seeding import derive_generator
-from frostgym.curriculum import CurriculumConfig, CurriculumSampler
 from frostgym.envs.specs import EnvSpec, parse_env_specs
-from frostgym.integrations.trl import (
+from frostgym.evaluate.run_to_card import card_config, run_to_card
+from frostgym.run.runner import RunOptions
+from frostgym.train.curriculum import CurriculumConfig, CurriculumSampler
+from frostgym.train.trl import (
     RewardFunc,
     curriculum_dataset,
     env_dataset,
     reward_functions,
     reward_weights,
 )
-from frostgym.runner import RunOptions
 
 #: What each step's log line keeps (TRL's names).
 STEP_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "completions/mean_length", "loss", "learning_rate")

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from frostgym.agents import AgentReply, AgentRequest, OracleAgent
-from frostgym.cards.run import card_config, run_to_card
-from frostgym.runner import RunOptions
+from frostgym.evaluate.run_to_card import card_config, run_to_card
+from frostgym.run.runner import RunOptions
 
 ENVS = ["frostgym/Arithmetic-v0", "frostgym/Fractions-v0"]
 OPTIONS = RunOptions(batch_size=4)

@@ -12,8 +12,8 @@ from typing import Any
 
 from frostgym.agents import OracleAgent
 from frostgym.agents.base import AgentReply, AgentRequest
-from frostgym.cards.run import card_config, run_to_card
-from frostgym.runner import RunOptions
+from frostgym.evaluate.run_to_card import card_config, run_to_card
+from frostgym.run.runner import RunOptions
 
 ENVS = ["frostgym/Arithmetic-v0", "frostgym/ToolsHTTP-v0", "frostgym/Code-v0"]
 #: A reply the browser must show as text: run as markup it would open a dialog.

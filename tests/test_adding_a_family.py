@@ -18,7 +18,7 @@ import tests.family_example as family
 from frostgym.agents.oracle import OracleAgent
 from frostgym.cli import app
 from frostgym.core.errors import FixtureMismatchError
-from frostgym.runner import RunOptions, evaluate
+from frostgym.run.runner import RunOptions, evaluate
 from tests.conftest import make_env
 from tests.family_example import env as family_env
 

@@ -13,8 +13,8 @@ from frostgym.agents import AgentReply, AgentRequest, OracleAgent, RandomAgent, 
 from frostgym.cards.card import load_card
 from frostgym.cli import app
 from frostgym.core.seeding import derive_seed
-from frostgym.plan import make_plan
-from frostgym.runner import RunOptions, evaluate
+from frostgym.run.plan import make_plan
+from frostgym.run.runner import RunOptions, evaluate
 
 MATH = "frostgym/Math-v0"
 

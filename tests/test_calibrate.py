@@ -11,11 +11,11 @@ import pytest
 from scipy.stats import binomtest
 from typer.testing import CliRunner
 
-from frostgym.calibrate import LevelProbe, nearest_level
 from frostgym.cards.card import load_card
-from frostgym.cards.replay import replay_card
 from frostgym.cli import app
 from frostgym.core.stats import wilson_interval
+from frostgym.evaluate.calibrate import LevelProbe, nearest_level
+from frostgym.evaluate.replay import replay_card
 
 
 @pytest.mark.parametrize(("successes", "trials"), [(0, 1), (1, 1), (0, 30), (7, 30), (15, 30), (30, 30), (24, 100)])

@@ -22,19 +22,13 @@ import pytest
 
 from frostgym.agents import AgentReply, AgentRequest, OracleAgent
 from frostgym.cards.card import CardWriter, load_card, read_card_json
-from frostgym.cards.replay import regrade_card, replay_card
-from frostgym.cards.run import card_config, run_to_card
-from frostgym.cards.store import (
-    CardCorruptError,
-    DiskThread,
-    JsonlAppender,
-    chain_checkpoints,
-    dumps_line,
-    read_jsonl,
-)
+from frostgym.cards.store import DiskThread, JsonlAppender, chain_checkpoints, dumps_line, read_jsonl
 from frostgym.core.episode import STORED_ACTION_PREFIX, EpisodeRecord, RecordHead, RecordKind, head_from_line
-from frostgym.plan import make_plan
-from frostgym.runner import RunOptions
+from frostgym.core.errors import CardCorruptError
+from frostgym.evaluate.replay import regrade_card, replay_card
+from frostgym.evaluate.run_to_card import card_config, run_to_card
+from frostgym.run.plan import make_plan
+from frostgym.run.runner import RunOptions
 from tests.card_run_script import OPTIONS, SlowOracle, config
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -220,7 +214,8 @@ def test_kill_9_during_creation_leaves_nothing_or_a_whole_card(tmp_path: Path) -
     plain run starts it) or a card with its whole plan (--resume finishes it)."""
     script = (
         "import sys; from pathlib import Path; from frostgym.agents import OracleAgent;"
-        "from frostgym.cards.run import card_config, run_to_card; from frostgym.runner import RunOptions;"
+        "from frostgym.evaluate.run_to_card import card_config, run_to_card;"
+        "from frostgym.run.runner import RunOptions;"
         "o = RunOptions(batch_size=64);"
         "c = card_config(env_ids=['frostgym/Arithmetic-v0'], agent_spec='oracle', sampling={}, episodes=200,"
         " samples=100, seed=0, options=o);"
@@ -559,7 +554,7 @@ def test_a_first_session_killed_mid_run_is_checked_against_its_journal(tmp_path:
     sidecar is gone too (the journal's sha256 refuses the edit either way)."""
     out = tmp_path / "c"
     script = (
-        "import sys, time; from pathlib import Path; from frostgym.cards.run import run_to_card;"
+        "import sys, time; from pathlib import Path; from frostgym.evaluate.run_to_card import run_to_card;"
         "import frostgym.cards.card as card_module;"
         "from tests.card_run_script import OPTIONS, SlowOracle, config\n"
         f"card_module.READBACK_MIN_EPISODES = {0 if read_back else 10**9}\n"

@@ -25,11 +25,12 @@ from frostgym.cards.card import (
     summarize_card,
 )
 from frostgym.cards.readback import MAX_BYTES_BEHIND, ReadBack, Tail
-from frostgym.cards.run import card_config
-from frostgym.cards.store import CardCorruptError, crc_sidecar, read_jsonl
+from frostgym.cards.store import crc_sidecar, read_jsonl
 from frostgym.core.episode import head_from_line
-from frostgym.plan import PlannedEpisode, make_plan, plan_json_and_sha256
-from frostgym.runner import RunOptions, run_plan
+from frostgym.core.errors import CardCorruptError
+from frostgym.evaluate.run_to_card import card_config
+from frostgym.run.plan import PlannedEpisode, make_plan, plan_json_and_sha256
+from frostgym.run.runner import RunOptions, run_plan
 
 ENVS = ["frostgym/Arithmetic-v0", "frostgym/Fractions-v0"]
 OPTIONS = RunOptions(batch_size=4)

@@ -18,13 +18,13 @@ from frostgym.agents.base import Agent, AgentReply, AgentRequest
 from frostgym.agents.oracle import OracleAgent
 from frostgym.agents.random_agent import RandomAgent
 from frostgym.agents.replay import ReplayAgent
-from frostgym.cards.replay import regrade_card
-from frostgym.cards.run import card_config, run_to_card
 from frostgym.cards.schema import SCHEMAS
 from frostgym.cli import app
 from frostgym.core.episode import DROP_CLASSES
 from frostgym.core.messages import ROLES
-from frostgym.runner import RunOptions
+from frostgym.evaluate.replay import regrade_card
+from frostgym.evaluate.run_to_card import card_config, run_to_card
+from frostgym.run.runner import RunOptions
 
 MATH = "frostgym/Math-v0"
 SQL = "frostgym/SQL-v0"

@@ -49,7 +49,7 @@ HOLD = """
 import sys, time
 from pathlib import Path
 from frostgym.cards.card import CardWriter, read_card_json
-from frostgym.plan import PlannedEpisode
+from frostgym.run.plan import PlannedEpisode
 
 out = Path(sys.argv[1])
 card = read_card_json(out)

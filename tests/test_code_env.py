@@ -9,13 +9,13 @@ import pytest
 
 import frostgym  # noqa: F401 - registers the ids
 from frostgym.agents.oracle import OracleAgent
-from frostgym.cards.replay import replay_card
 from frostgym.code.examples import visible_examples
 from frostgym.code.extraction import assemble_program, extract_code
 from frostgym.core.errors import UnknownTaskError
 from frostgym.envs.code import CodeEnv
 from frostgym.envs.code.tasks import humaneval_source
-from frostgym.runner import RunOptions
+from frostgym.evaluate.replay import replay_card
+from frostgym.run.runner import RunOptions
 from frostgym.sandbox.backends import unavailable_reason
 from tests.test_card_schema import run
 

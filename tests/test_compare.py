@@ -19,9 +19,9 @@ from typer.testing import CliRunner
 from frostgym.cards.card import load_card
 from frostgym.cli import app
 from frostgym.compare.compare import compare_cards
-from frostgym.compare.gates import GateFileError, parse_gates, read_gates
-from frostgym.compare.reading import PlanMismatchError
+from frostgym.compare.gates import parse_gates, read_gates
 from frostgym.compare.trend import TrendRow, _flags, trend
+from frostgym.core.errors import GateFileError, PlanMismatchError
 
 ENVS = "frostgym/Arithmetic-v0,frostgym/Fractions-v0"
 EXAMPLE_GATES = Path(__file__).resolve().parent.parent / "examples" / "gates.toml"

@@ -23,14 +23,14 @@ import pytest
 
 from frostgym.agents import AgentReply, AgentRequest, OracleAgent, RandomAgent
 from frostgym.cards.card import load_card
-from frostgym.cards.run import card_config, run_to_card
-from frostgym.cards.store import CardCorruptError
 from frostgym.compare.compare import _compare, compare_cards
 from frostgym.compare.facts import EpisodeFacts
 from frostgym.compare.parallel import ReaderProcess, fingerprint, read_both
-from frostgym.compare.reading import CardNotCompleteError, read_card_facts
+from frostgym.compare.reading import read_card_facts
+from frostgym.core.errors import CardCorruptError, CardNotCompleteError
 from frostgym.core.stats import distinct_columns
-from frostgym.runner import RunOptions
+from frostgym.evaluate.run_to_card import card_config, run_to_card
+from frostgym.run.runner import RunOptions
 
 ENVS = ["frostgym/Arithmetic-v0", "frostgym/Fractions-v0"]
 

@@ -23,8 +23,9 @@ from frostgym.contamination.evalset import EvalTask, eval_tasks
 from frostgym.contamination.hygiene import split_hygiene
 from frostgym.contamination.minhash import NearDuplicates
 from frostgym.contamination.reading import TrainingSource, document_text
-from frostgym.contamination.report import ContaminationInputError, Parameters, Report
+from frostgym.contamination.report import Parameters, Report
 from frostgym.contamination.synthetic import Leak, light_edit, write_training_file
+from frostgym.core.errors import ContaminationInputError
 from frostgym.envs.registry import make_env
 from frostgym.envs.specs import EnvSpec
 

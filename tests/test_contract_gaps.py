@@ -20,13 +20,13 @@ import pytest
 import frostgym  # noqa: F401 - registers the ids
 from frostgym.agents import AgentReply, AgentRequest, OracleAgent
 from frostgym.core.env import FrozenEnv
-from frostgym.core.errors import SandboxCrashError
+from frostgym.core.errors import SandboxCrashError, SandboxUnavailableError
 from frostgym.envs.code import CodeEnv
 from frostgym.envs.registry import ENTRIES
 from frostgym.graders.code_tests import grade_code
-from frostgym.runner import RunOptions, evaluate
+from frostgym.run.runner import RunOptions, evaluate
 from frostgym.sandbox import pool
-from frostgym.sandbox.client import Sandbox, SandboxUnavailableError
+from frostgym.sandbox.client import Sandbox
 from frostgym.sandbox.limits import SandboxLimits
 from tests.code_helpers import FAST_LIMITS, open_sandbox, problem
 from tests.test_card_schema import run

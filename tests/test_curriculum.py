@@ -9,7 +9,7 @@ from typing import cast
 import gymnasium
 import pytest
 
-from frostgym.curriculum import Curriculum, CurriculumConfig, CurriculumEnv, CurriculumSampler
+from frostgym.train.curriculum import Curriculum, CurriculumConfig, CurriculumEnv, CurriculumSampler
 
 
 def test_config_refuses_what_cannot_be_a_curriculum() -> None:
@@ -116,7 +116,7 @@ def test_curriculum_envs_in_a_vector_env_move_up_on_oracle_play() -> None:
 
 def test_trl_rewards_feed_the_curriculum_back() -> None:
     pytest.importorskip("datasets", reason="datasets is not installed")
-    from frostgym.integrations.trl import curriculum_dataset, reward_functions
+    from frostgym.train.trl import curriculum_dataset, reward_functions
 
     sampler = _sampler(window=4)
     try:

@@ -8,8 +8,8 @@ import pytest
 from frostgym.agents.base import AgentReply
 from frostgym.core.episode import DROP_ERROR_CHARS, Drop, DropRecord, drop_record
 from frostgym.core.errors import GraderError, InvalidActionError, SandboxTimeoutError
-from frostgym.plan import PlannedEpisode
-from frostgym.runner import failure_of
+from frostgym.run.plan import PlannedEpisode
+from frostgym.run.runner import failure_of
 
 
 def test_a_drop_keeps_one_line_and_names_its_class_when_empty() -> None:

@@ -9,12 +9,13 @@ import pytest
 from typer.testing import CliRunner
 
 from frostgym.agents import OracleAgent
-from frostgym.cards.card import CardMismatchError, load_card
-from frostgym.cards.replay import replay_card
-from frostgym.cards.run import card_config, run_to_card
+from frostgym.cards.card import load_card
 from frostgym.cli import app
-from frostgym.envs.specs import EnvSpec, EnvSpecError, env_kwargs_for, env_options, parse_env_specs
-from frostgym.runner import RunOptions
+from frostgym.core.errors import CardMismatchError, EnvSpecError
+from frostgym.envs.specs import EnvSpec, env_kwargs_for, env_options, parse_env_specs
+from frostgym.evaluate.replay import replay_card
+from frostgym.evaluate.run_to_card import card_config, run_to_card
+from frostgym.run.runner import RunOptions
 
 
 def test_parse_plain_ids_and_bracketed_arguments() -> None:

@@ -3,7 +3,7 @@
 (or httpx) base too, so code that caught it by that base still does.
 
 Exempt, and why:
-- ``frostgym.sandbox.forkserver``'s ``WireError`` and ``ValueTooLarge``: the module runs
+- ``frostgym.sandbox.forkserver``'s ``FrameError`` and ``ValueTooLarge``: the module runs
   inside the sandbox as a standard-library-only script (it imports nothing from frostgym).
   The host client catches them wherever they cross into the host and raises its own
   (``CallError``, ``ServerLostError``, ``SandboxUnavailableError``) instead.
@@ -24,17 +24,16 @@ import pytest
 
 import frostgym
 from frostgym.code.harness import CandidateFailed
-from frostgym.core.errors import FrostgymError
-from frostgym.integrations.ray_backend import RemoteEnvError
-from frostgym.sandbox.client import CallError, SandboxUnavailableError, ServerLostError
-from frostgym.sandbox.forkserver import ValueTooLarge, WireError
+from frostgym.core.errors import ArgumentError, FrostgymError, RemoteEnvError, SandboxUnavailableError, ServerLostError
+from frostgym.sandbox.client import CallError
+from frostgym.sandbox.forkserver import FrameError, ValueTooLarge
 from frostgym.sandbox.result import ErrorInfo
 from frostgym.tools.http.apis.common import ApiError
-from frostgym.tools.http.arguments import ArgumentError, check_arguments
+from frostgym.tools.http.arguments import check_arguments
 from frostgym.tools.http.transports import NetworkBlockedError, offline_client
 from tests.code_helpers import FAST_LIMITS, open_sandbox
 
-EXEMPT: frozenset[type[BaseException]] = frozenset({WireError, ValueTooLarge, CandidateFailed})
+EXEMPT: frozenset[type[BaseException]] = frozenset({FrameError, ValueTooLarge, CandidateFailed})
 
 
 def _public_exception_classes() -> list[type[BaseException]]:
@@ -99,7 +98,7 @@ def test_a_request_past_replay_raises_a_frostgym_error_that_httpx_callers_still_
 
 def test_wire_errors_never_cross_into_the_host() -> None:
     """An argument the wire cannot carry, and a value the job returns over the limit, come
-    back as ``CallError`` (the forkserver's ``WireError`` stays inside the client)."""
+    back as ``CallError`` (the forkserver's ``FrameError`` stays inside the client)."""
     box = open_sandbox("jail")
     try:
         with box.job("def f(x):\n    return x\ndef big():\n    return 'x' * 10**7\n", FAST_LIMITS) as job:
@@ -107,7 +106,7 @@ def test_wire_errors_never_cross_into_the_host() -> None:
                 job.call("f", object())
             with pytest.raises(CallError) as raised:
                 job.call("big")
-        assert isinstance(raised.value, FrostgymError) and not isinstance(raised.value, WireError)
+        assert isinstance(raised.value, FrostgymError) and not isinstance(raised.value, FrameError)
         assert job.finish().termination == "output_exceeded"
     finally:
         box.close()

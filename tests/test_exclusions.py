@@ -18,9 +18,10 @@ from frostgym.cli import app
 from frostgym.contamination.check import check_training
 from frostgym.contamination.evalset import eval_tasks
 from frostgym.contamination.reading import TrainingSource
+from frostgym.core.errors import ExclusionError
 from frostgym.envs.specs import EnvSpec
-from frostgym.exclusions import ExclusionError, read_exclusions, resolve
-from frostgym.plan import make_plan
+from frostgym.evaluate.exclusions import read_exclusions, resolve
+from frostgym.run.plan import make_plan
 
 ARITHMETIC = "frostgym/Arithmetic-v0"
 SQL = "frostgym/SQL-v0"

@@ -14,12 +14,13 @@ from typer.testing import CliRunner
 
 from frostgym.agents import AgentReply, AgentRequest, OracleAgent
 from frostgym.cards.card import load_card
-from frostgym.cards.run import card_config, run_to_card
 from frostgym.cli import app
 from frostgym.core.episode import EpisodeRecord, Record
+from frostgym.core.errors import InspectMissingError
 from frostgym.core.messages import Observation
-from frostgym.export.inspect_log import INSTALL_HINT, RESULT_KEY, InspectMissingError, export_inspect, sample_id
-from frostgym.runner import RunOptions
+from frostgym.evaluate.run_to_card import card_config, run_to_card
+from frostgym.export.inspect_log import INSTALL_HINT, RESULT_KEY, export_inspect, sample_id
+from frostgym.run.runner import RunOptions
 from tests.faulty_env import FAULTY_ID
 
 pytest.importorskip("inspect_ai", reason="inspect_ai is not installed (pip install 'frostgym[inspect]')")

@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from frostgym.cards.run import card_config, run_to_card
 from frostgym.cli import app
 from frostgym.compare.reading import read_card_facts
+from frostgym.evaluate.run_to_card import card_config, run_to_card
 from frostgym.report.estimates import SliceEstimate, pass_at_1
-from frostgym.runner import RunOptions
+from frostgym.run.runner import RunOptions
 from tests.report_cards import MarkupAgent
 
 ARITHMETIC, FRACTIONS = "frostgym/Arithmetic-v0", "frostgym/Fractions-v0"

@@ -12,11 +12,14 @@ torch = pytest.importorskip("torch", reason="the hf extra (torch, transformers) 
 transformers = pytest.importorskip("transformers", reason="the hf extra (torch, transformers) is not installed")
 
 from frostgym.agents.base import AgentRequest  # noqa: E402
-from frostgym.agents.hf import HFAgent, ModelNotFoundError  # noqa: E402
+from frostgym.agents.hf import HFAgent  # noqa: E402
 from frostgym.agents.sampling import SamplingParams  # noqa: E402
 from frostgym.agents.smollm2 import ensure_converted, tiny_random_model  # noqa: E402
 from frostgym.agents.spec import make_agent  # noqa: E402
-from frostgym.core.errors import FrostgymError  # noqa: E402
+from frostgym.core.errors import (  # noqa: E402
+    FrostgymError,
+    ModelNotFoundError,
+)
 from tests.conftest import make_env  # noqa: E402
 
 QUESTIONS = [

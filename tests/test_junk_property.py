@@ -24,9 +24,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from frostgym.core.env import FrozenEnv
-from frostgym.core.errors import InvalidActionError
+from frostgym.core.errors import InvalidActionError, SandboxUnavailableError
 from frostgym.sandbox.backends import resolve_backend
-from frostgym.sandbox.client import SandboxUnavailableError
 from tests.conftest import ENV_IDS, make_env
 
 STEP_SECONDS = 5.0

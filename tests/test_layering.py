@@ -2,7 +2,7 @@
 units import each other, directly or round a cycle.
 
 A unit is a top-level subpackage (``frostgym.core``, ``frostgym.graders``, ...) or a
-top-level module (``frostgym.runner``, ``frostgym.vector``, ...). Every import statement in
+top-level module (``frostgym.run.runner``, ``frostgym.train.vector``, ...). Every import statement in
 every module counts, wherever it is: module level, inside a function (a lazy import is
 still a dependency), and under ``if TYPE_CHECKING:`` (a type-only import that closes a
 cycle says the layering is wrong just the same). Relative imports are resolved against the
@@ -119,7 +119,7 @@ def test_the_reader_sees_every_kind_of_import() -> None:
             "if TYPE_CHECKING:\n"
             "    import frostgym.cards.card\n"
             "def f():\n"
-            "    from frostgym.runner import run_plan\n",
+            "    from frostgym.run.runner import run_plan\n",
             encoding="utf-8",
         )
         names = {name for name, _ in _imported("frostgym.tools.http", path)}
@@ -127,7 +127,7 @@ def test_the_reader_sees_every_kind_of_import() -> None:
         "frostgym.tools.http.calls",
         "frostgym.tools.core.env",
         "frostgym.cards.card",
-        "frostgym.runner.run_plan",
+        "frostgym.run.runner.run_plan",
     } <= names
     assert _cycle({("a", "b"): [], ("b", "c"): [], ("c", "a"): []}) == ["a", "b", "c", "a"]
     assert _cycle({("a", "b"): [], ("b", "c"): []}) is None
@@ -157,3 +157,50 @@ def test_no_cycle_between_units() -> None:
             for source, target in itertools.pairwise(cycle)
         ]
         raise AssertionError("import cycle " + " -> ".join(cycle) + "\n  " + "\n  ".join(steps))
+
+
+#: The floors of the house, lowest first: a unit imports only units on floors below its own.
+#: The pipeline reads upwards: tasks and envs, a run (plan, runner, backends), its card (the
+#: on-disk format), evaluation over cards, then comparing and reporting; training sits beside
+#: evaluation, on the run. A new unit is given its floor here.
+FLOORS: dict[str, int] = {
+    "version": 0,
+    "core": 0,
+    "sandbox": 1,
+    "sql": 1,
+    "tools": 1,
+    "agents": 1,
+    "code": 2,
+    "graders": 3,
+    "envs": 4,
+    "serve": 5,
+    "run": 6,
+    "cards": 7,
+    "contamination": 7,
+    "train": 7,
+    "evaluate": 8,
+    "compare": 8,
+    "export": 8,
+    "report": 9,
+    "commands": 10,
+    "cli": 11,
+}
+
+
+def test_every_import_goes_down_a_floor() -> None:
+    modules = _modules()
+    units = {unit.split(".")[1] for unit in (_unit(m, modules) for m in modules) if unit and unit != ROOT}
+    assert sorted(units - set(FLOORS)) == [], "give each new unit its floor in FLOORS"
+    upward = [
+        f"{source} (floor {FLOORS[s]}) -> {target} (floor {FLOORS[t]}): {places[0]}"
+        for (source, target), places in sorted(_edges().items())
+        if ROOT not in (source, target)
+        for s, t in [(source.split(".")[1], target.split(".")[1])]
+        if FLOORS[t] >= FLOORS[s]
+    ]
+    assert not upward, "imports that do not go down a floor:\n  " + "\n  ".join(upward)
+
+
+def test_the_top_level_holds_stages_not_loose_modules() -> None:
+    loose = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in ("__init__", "version", "cli"))
+    assert loose == [], f"modules loose in frostgym/: put them in the stage they belong to: {loose}"

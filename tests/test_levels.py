@@ -353,7 +353,7 @@ def test_list_shows_the_levels_with_their_task_counts() -> None:
 def test_a_plan_at_a_narrowed_level_holds_only_that_levels_tasks() -> None:
     """Tools-v0's levels narrow what it draws from BFCL's one test split; a plan (eval,
     calibrate) must plan from the same part, and the whole-split plan stays as it was."""
-    from frostgym.plan import make_plan
+    from frostgym.run.plan import make_plan
 
     whole = make_plan(["frostgym/Tools-v0"], split="test", episodes=40, samples=1, seed=0)
     assert len({p.tags[2] for p in whole}) > 4  # every category, as before levels

@@ -13,7 +13,7 @@ from frostgym.agents.replay import ReplayAgent
 from frostgym.agents.sampling import SamplingParams
 from frostgym.agents.spec import make_agent
 from frostgym.cli import app
-from frostgym.runner import evaluate
+from frostgym.run.runner import evaluate
 from tests.chat_server import ChatServer
 
 

@@ -31,7 +31,7 @@ from typer.testing import CliRunner
 from frostgym.agents.base import AgentReply, AgentRequest
 from frostgym.agents.openai_compat import DEFAULT_MAX_RESPONSE_BYTES, OpenAIAgent
 from frostgym.cli import app
-from frostgym.runner import evaluate
+from frostgym.run.runner import evaluate
 from tests.chat_server import Answer, ChatServer
 
 DEEP = 100_000

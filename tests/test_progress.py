@@ -1,4 +1,4 @@
-"""What a long eval shows while it works (``frostgym.progress``): the model named on the
+"""What a long eval shows while it works (``frostgym.commands.progress``): the model named on the
 first line, the loading phase said at both ends, and, with stdout a pipe, plain lines of
 episodes and tokens, whose token count is the card's own.
 
@@ -24,7 +24,7 @@ from rich.console import Console
 
 from frostgym.agents.base import AgentRequest, CountsTokens
 from frostgym.agents.openai_compat import OpenAIAgent
-from frostgym.progress import RunProgress, TokenMeter, phase
+from frostgym.commands.progress import RunProgress, TokenMeter, phase
 from tests.chat_server import ChatServer
 
 torch = pytest.importorskip("torch", reason="the hf extra (torch, transformers) is not installed")

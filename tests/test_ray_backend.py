@@ -28,15 +28,15 @@ import pytest
 from typer.testing import CliRunner
 
 from frostgym.cards.card import load_card
-from frostgym.cards.run import card_config, run_to_card
 from frostgym.cli import app
-from frostgym.runner import RunOptions
+from frostgym.evaluate.run_to_card import card_config, run_to_card
+from frostgym.run.runner import RunOptions
 from tests.card_equality import assert_same_card
 from tests.faulty_env import FAULTY_ID
 from tests.test_rollout_cards import _PartlyBroken
 
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'frostgym[ray]')")
-from frostgym.integrations.ray_backend import LocalRay, RayEnvs  # noqa: E402
+from frostgym.run.ray_backend import LocalRay, RayEnvs  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 RAY = Path(sys.executable).with_name("ray")  # the venv's ray command, beside its python

@@ -17,10 +17,10 @@ pytest.importorskip("uvicorn", reason="the serve extra is not installed (pip ins
 pytest.importorskip("websockets", reason="the serve extra is not installed (pip install 'frostgym[serve]')")
 
 from frostgym.cards.card import load_card
-from frostgym.cards.run import card_config, run_to_card
 from frostgym.cli import app
-from frostgym.runner import RunOptions
-from frostgym.serve.backend import RemoteEnvs
+from frostgym.evaluate.run_to_card import card_config, run_to_card
+from frostgym.run.remote_backend import RemoteEnvs
+from frostgym.run.runner import RunOptions
 from frostgym.serve.config import ServeConfig
 from frostgym.serve.server import ServerThread
 from tests.card_equality import assert_same_card
@@ -104,8 +104,8 @@ def test_remote_backend_refuses_what_cannot_give_the_local_card(tmp_path: Path) 
 
 
 def test_remote_envs_in_a_vector_env_equal_local_ones(server: ServerThread) -> None:
-    from frostgym.remote import make
-    from frostgym.vector import FrozenSyncVectorEnv
+    from frostgym.serve.remote import make
+    from frostgym.train.vector import FrozenSyncVectorEnv
 
     env_id = "frostgym/Arithmetic-v0"
     remote = FrozenSyncVectorEnv([lambda: make(server.url, env_id) for _ in range(3)])

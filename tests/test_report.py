@@ -23,11 +23,12 @@ from frostgym.agents import OracleAgent, RandomAgent
 from frostgym.cards.card import load_card
 from frostgym.cli import app
 from frostgym.compare.reading import read_card_facts
+from frostgym.core.errors import ReportError
 from frostgym.core.stats import bootstrap_ratio
-from frostgym.plan import make_plan
-from frostgym.report.build import ReportError, card_labels, write_report
+from frostgym.report.build import card_labels, write_report
 from frostgym.report.estimates import pass_at_1
 from frostgym.report.records import CHUNK_RECORDS
+from frostgym.run.plan import make_plan
 from tests.report_cards import ENVS, MarkupAgent, make_card
 from tests.stats_reference import RESAMPLES, assert_matches, scipy_interval
 

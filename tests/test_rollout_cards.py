@@ -16,13 +16,14 @@ import pytest
 from typer.testing import CliRunner
 
 from frostgym.agents import AgentReply, AgentRequest, OracleAgent, RandomAgent
-from frostgym.cards.card import CardMismatchError, load_card
-from frostgym.cards.replay import replay_card
-from frostgym.cards.run import card_config, run_to_card
-from frostgym.cards.store import CardCorruptError, dumps_line, read_jsonl
+from frostgym.cards.card import load_card
+from frostgym.cards.store import dumps_line, read_jsonl
 from frostgym.cli import app
 from frostgym.core.episode import DROP_CLASSES
-from frostgym.runner import RunOptions
+from frostgym.core.errors import CardCorruptError, CardMismatchError
+from frostgym.evaluate.replay import replay_card
+from frostgym.evaluate.run_to_card import card_config, run_to_card
+from frostgym.run.runner import RunOptions
 from tests.card_run_script import OPTIONS, SlowOracle, config
 from tests.faulty_env import FAULTY_ID, kind_of
 

@@ -8,9 +8,10 @@ import time
 
 import pytest
 
+from frostgym.core.errors import SandboxUnavailableError, ServerLostError
 from frostgym.sandbox.backends import resolve_backend
-from frostgym.sandbox.client import CallError, Sandbox, SandboxUnavailableError, ServerLostError
-from frostgym.sandbox.forkserver import WireError, decode_value, encode_value
+from frostgym.sandbox.client import CallError, Sandbox
+from frostgym.sandbox.forkserver import FrameError, decode_value, encode_value
 from frostgym.sandbox.jail import InsecureLauncher, SubprocessServer
 from frostgym.sandbox.limits import SandboxLimits
 from frostgym.sandbox.pool import thread_sandbox
@@ -46,7 +47,7 @@ def test_wire_refuses_behaviour_and_forgeries() -> None:
             return True
 
     for bad in (object(), [object()], {"k": lambda: 1}):
-        with pytest.raises(WireError):
+        with pytest.raises(FrameError):
             encode_value(bad)
     # A builtin subclass crosses as its plain base value: its behaviour stays behind.
     for sly, plain in ((Sly(1), 1), ([Sly(2)], [2])):
@@ -56,7 +57,7 @@ def test_wire_refuses_behaviour_and_forgeries() -> None:
             type(v) is int for v in (arrived if type(arrived) is list else [arrived])
         )
     for forged in ({"x": 1}, {"l": [1], "t": [2]}, {"f": "not-hex"}, [1, 2], 1.5):
-        with pytest.raises(WireError):
+        with pytest.raises(FrameError):
             decode_value(forged)
 
 

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from frostgym.sandbox.client import Sandbox, SandboxUnavailableError
+from frostgym.core.errors import SandboxUnavailableError
+from frostgym.sandbox.client import Sandbox
 from frostgym.sandbox.docker_backend import DockerLauncher, DockerServer, connect_engine, sandbox_container_names
 from frostgym.sandbox.docker_image import ensure_image
 from frostgym.sandbox.limits import MiB, SandboxLimits

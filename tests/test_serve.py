@@ -34,10 +34,14 @@ from websockets.sync.client import connect  # noqa: E402
 
 from frostgym.cli import app  # noqa: E402
 from frostgym.core.env import FrozenEnv  # noqa: E402
-from frostgym.core.errors import GraderError  # noqa: E402
+from frostgym.core.errors import (  # noqa: E402
+    GraderError,
+    ServeConfigError,
+    ServedEnvError,
+)
 from frostgym.envs.registry import ENTRIES, make_env  # noqa: E402
-from frostgym.remote import ServedEnvError, make  # noqa: E402
-from frostgym.serve.config import ServeConfig, ServeConfigError  # noqa: E402
+from frostgym.serve.config import ServeConfig  # noqa: E402
+from frostgym.serve.remote import make  # noqa: E402
 from frostgym.serve.server import ServerThread  # noqa: E402
 from tests.faulty_env import FAULTY_ID, kind_of  # noqa: E402
 

@@ -15,7 +15,6 @@ from typer.testing import CliRunner
 
 import frostgym
 from frostgym.cards.card import load_card
-from frostgym.cards.replay import replay_card
 from frostgym.cli import app
 from frostgym.core.errors import FixtureMismatchError, UnknownTaskError
 from frostgym.core.fixture_lock import merge_lock, package_lock_file, read_lock, verified_fixture_sha256
@@ -24,7 +23,8 @@ from frostgym.core.tasks import Draft, ProceduralSource, TaskListSource
 from frostgym.envs.math.arithmetic import ArithmeticConfig
 from frostgym.envs.math.gsm import GSMConfig, _templates
 from frostgym.envs.math.tasks import math_source
-from frostgym.plan import make_plan
+from frostgym.evaluate.replay import replay_card
+from frostgym.run.plan import make_plan
 from tests.conftest import make_env
 
 ARITHMETIC = "frostgym/Arithmetic-v0"

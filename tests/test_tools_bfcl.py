@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from frostgym.core.errors import InvalidActionError, UnknownTaskError
+from frostgym.core.errors import BFCLNotInstalledError, InvalidActionError, UnknownTaskError
 from frostgym.core.hashing import canonical_json
 from frostgym.envs.tools.single_turn import IRRELEVANT_REPLY, ToolsEnv
 from frostgym.graders.adversarial import run_suite
@@ -28,7 +28,6 @@ from frostgym.tools.bfcl_data import (
     IRRELEVANCE,
     PINNED_VERSION,
     BFCLEntry,
-    BFCLNotInstalledError,
     as_source_literals,
     data_dir,
     gold_calls,

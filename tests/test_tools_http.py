@@ -22,15 +22,15 @@ from gymnasium.utils.env_checker import check_env
 from vcr.request import Request as VcrRequest
 
 from frostgym.agents import AgentReply, AgentRequest, OracleAgent
-from frostgym.cards.run import card_config, run_to_card
 from frostgym.cards.store import read_jsonl
 from frostgym.core.errors import InvalidActionError, UnknownTaskError
 from frostgym.core.grade import Grade
 from frostgym.core.hashing import canonical_json
 from frostgym.envs.tools.http import MAX_CALLS_PER_TURN, HTTPToolsEnv
+from frostgym.evaluate.run_to_card import card_config, run_to_card
 from frostgym.graders.adversarial import AdversarialCase, run_suite
 from frostgym.graders.tool_http import GRADER, answer_key, numbers_in
-from frostgym.runner import RunOptions
+from frostgym.run.runner import RunOptions
 from frostgym.tools.calls import ToolCall, render_calls
 from frostgym.tools.http.apis import APIS, FAKE_API_KEY
 from frostgym.tools.http.clients import TOOLS

@@ -1,4 +1,4 @@
-"""frostgym.integrations.trl: the dataset and reward functions agree with the envs, and a
+"""frostgym.train.trl: the dataset and reward functions agree with the envs, and a
 tiny random model runs a few GRPO steps on CPU with every reward function logged."""
 
 from __future__ import annotations
@@ -21,14 +21,9 @@ import frostgym  # noqa: E402,F401
 from frostgym.agents.smollm2 import tiny_random_model  # noqa: E402
 from frostgym.cards.card import load_card  # noqa: E402
 from frostgym.core.env import FrozenEnv  # noqa: E402
+from frostgym.core.errors import MultiTurnNotSupportedError  # noqa: E402
 from frostgym.core.seeding import derive_seed  # noqa: E402
-from frostgym.integrations.trl import (  # noqa: E402
-    MultiTurnNotSupportedError,
-    env_dataset,
-    reward_functions,
-    reward_weights,
-    sql_environment_factory,
-)
+from frostgym.train.trl import env_dataset, reward_functions, reward_weights, sql_environment_factory  # noqa: E402
 
 JUNK = ["", "I have no idea.", "<answer>definitely not this</answer>", "<tool_call>{not json</tool_call>"]
 

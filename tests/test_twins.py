@@ -38,7 +38,7 @@ from frostgym.core.tasks import Draft, Task, TaskSource
 from frostgym.envs.code.tasks import humaneval_source
 from frostgym.envs.levels import env_levels
 from frostgym.envs.math.arithmetic import ArithmeticSource
-from frostgym.plan import make_plan
+from frostgym.run.plan import make_plan
 from frostgym.sandbox.backends import unavailable_reason
 from tests.conftest import make_env, play
 from tests.stats_reference import RESAMPLES, assert_matches, mean_gap, scipy_interval

@@ -13,7 +13,7 @@ from gymnasium.vector import AutoresetMode
 
 import frostgym
 from frostgym.sandbox.backends import AUTO_ORDER, unavailable_reason
-from frostgym.vector import (
+from frostgym.train.vector import (
     FrozenAsyncVectorEnv,
     FrozenSyncVectorEnv,
     group_reset,

@@ -33,12 +33,8 @@ from transformers.generation.streamers import BaseStreamer
 
 from frostgym.agents.base import AgentReply, AgentRequest, TokenHook
 from frostgym.agents.sampling import SamplingParams
-from frostgym.core.errors import FrostgymError
+from frostgym.core.errors import ModelNotFoundError
 from frostgym.core.seeding import derive_seed
-
-
-class ModelNotFoundError(FrostgymError, FileNotFoundError):
-    """The model path does not exist locally; frostgym never downloads models."""
 
 
 def default_device() -> str:

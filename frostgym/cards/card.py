@@ -38,7 +38,6 @@ import orjson
 
 from frostgym.cards.readback import READBACK_MIN_EPISODES, ReadBack
 from frostgym.cards.store import (
-    CardCorruptError,
     DiskThread,
     JsonlAppender,
     JsonlContents,
@@ -61,8 +60,8 @@ from frostgym.cards.store import (
 )
 from frostgym.cards.tally import Tally, check_ids, excluded_count
 from frostgym.core.episode import Drop, DropRecord, EpisodeRecord, Record, RecordHead, drop_record, head_from_line
-from frostgym.core.errors import CardLockedError, FrostgymError
-from frostgym.plan import SEEDING, PlannedEpisode, plan_json_and_sha256
+from frostgym.core.errors import CardCorruptError, CardLockedError, CardMismatchError
+from frostgym.run.plan import SEEDING, PlannedEpisode, plan_json_and_sha256
 from frostgym.version import __version__
 
 CARD_SCHEMA = "frostgym.card/4"
@@ -112,10 +111,6 @@ FLUSH_SECONDS = 0.25
 DRAIN_SECONDS = 1.0
 #: A card is built under this prefix beside its directory and renamed into place.
 _STAGING = ".creating-"
-
-
-class CardMismatchError(FrostgymError, ValueError):
-    """``--resume`` was asked to finish a card planned with different options."""
 
 
 def _now() -> str:

@@ -42,9 +42,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
-from frostgym.cards.store import CardCorruptError, crc_sidecar, decode_lines, file_manifest, read_json
+from frostgym.cards.store import crc_sidecar, decode_lines, file_manifest, read_json
 from frostgym.cards.tally import Tally, excluded_count
 from frostgym.core.episode import RecordHead, RecordKind, head_from_line
+from frostgym.core.errors import CardCorruptError
 
 # ``subprocess`` is imported where the process is started: the process itself starts none,
 # and importing it was about a sixth of its start.

@@ -25,7 +25,7 @@ from frostgym.core.episode import COUNTED_AS, DROP_CLASSES, CountedAs, Stage
 from frostgym.core.messages import ROLES
 from frostgym.core.seeding import SEED_BITS
 from frostgym.core.splits import ALL_SPLITS
-from frostgym.plan import SEEDING
+from frostgym.run.plan import SEEDING
 
 __all__ = ["SCHEMAS"]
 
@@ -252,7 +252,7 @@ def _step() -> Schema:
 
 
 def _plan_entry() -> Schema:
-    """``frostgym.plan.PlannedEpisode.to_dict``."""
+    """``frostgym.run.plan.PlannedEpisode.to_dict``."""
     return record(
         {
             "plan_id": string(minLength=1, description="ENV_ID:TASK_ID:SAMPLE, unique within the plan"),
@@ -461,7 +461,7 @@ def _drop_schema() -> Schema:
 
 
 def _config() -> Schema:
-    """``frostgym.cards.run.card_config``."""
+    """``frostgym.evaluate.run_to_card.card_config``."""
     identity = record(
         {
             "env_ids": array(string(minLength=1), minItems=1, uniqueItems=True),
@@ -655,7 +655,7 @@ def _card_schema() -> Schema:
 
 
 def _plan_schema() -> Schema:
-    """``plan.json``: ``frostgym.plan.PlannedEpisode.to_dict`` of each planned episode."""
+    """``plan.json``: ``frostgym.run.plan.PlannedEpisode.to_dict`` of each planned episode."""
     return document(
         "plan",
         "frostgym rollout card plan",

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 import orjson
 
-from frostgym.core.errors import FrostgymError
+from frostgym.core.errors import CardCorruptError
 from frostgym.core.messages import clean_text
 
 # ``concurrent.futures`` is imported where a ``DiskThread`` is made: the read-back process
@@ -57,11 +57,6 @@ def gc_paused() -> Iterator[None]:
     finally:
         if collecting:
             gc.enable()
-
-
-class CardCorruptError(FrostgymError, RuntimeError):
-    """A card file does not parse, holds a line that is not a record, or does not match
-    the checksums its manifest recorded. The message names the file and line."""
 
 
 def _fallback(value: Any) -> Any:

@@ -12,9 +12,9 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from frostgym.cards.store import CardCorruptError
 from frostgym.cards.views import TaskKey, TaskRecord, ViewsBuilder, normalise_ks, task_entry, task_record
 from frostgym.core.episode import RecordHead, RecordKind
+from frostgym.core.errors import CardCorruptError
 
 
 def check_ids(ids: Iterable[str], plan_ids: set[str]) -> None:
@@ -34,7 +34,7 @@ def _refuse_ids(repeated: set[str], unknown: set[str]) -> None:
 
 def excluded_count(config: Mapping[str, Any]) -> int | None:
     """How many tasks a card's ``config`` says its plan leaves out (``identity.excluded``,
-    written by ``frostgym.exclusions.identity_record``); None when it declares none."""
+    written by ``frostgym.evaluate.exclusions.identity_record``); None when it declares none."""
     excluded = config["identity"].get("excluded")
     return None if excluded is None else len(excluded["tasks"])
 

@@ -1,7 +1,7 @@
 """``frostgym calibrate``: where an agent stands on each level of an env.
 
 Why its own module: the command parses, prints and writes JSON; the probes and the choice
-of level are ``frostgym.calibrate``'s.
+of level are ``frostgym.evaluate.calibrate``'s.
 """
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from frostgym.calibrate import DEFAULT_TARGET, LevelProbe, nearest_level, probe_levels
 from frostgym.commands.options import finite_float
 from frostgym.core.errors import FrostgymError
 from frostgym.envs.levels import env_levels, task_source_class
 from frostgym.envs.specs import parse_one_env_spec
+from frostgym.evaluate.calibrate import DEFAULT_TARGET, LevelProbe, nearest_level, probe_levels
 
 
 def calibrate_cmd(

@@ -35,7 +35,7 @@ def report_cmd(
     trajectory browser. It opens from disk with no server and no network; keep data/ beside it."""
     console = Console(stderr=False, soft_wrap=True)
     began = time.perf_counter()
-    from frostgym.report.build import write_report  # here: matplotlib costs every other command 0.3 s
+    from frostgym.report.build import write_report  # here: importing matplotlib would slow every other command
 
     try:
         gates = read_gates(gate) if gate is not None else None

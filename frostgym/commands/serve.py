@@ -71,7 +71,8 @@ def serve_cmd(
     Same seed and actions, same observations, rewards and grades as in process."""
     console = Console(stderr=True, soft_wrap=True)
     try:
-        from frostgym.serve.config import ServeConfig, ServeConfigError, parse_env_ids, token_from
+        from frostgym.core.errors import ServeConfigError
+        from frostgym.serve.config import ServeConfig, parse_env_ids, token_from
         from frostgym.serve.server import serve
     except ImportError as error:
         console.print(

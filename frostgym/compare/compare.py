@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from frostgym.cards.store import gc_paused
 from frostgym.cards.views import RULE_NAMES, Rule, default_ks
 from frostgym.compare.costs import COST_METRICS, CostDelta, cost_deltas
 from frostgym.compare.diagnostics import DIAGNOSTIC_METRICS, Diagnostics, diagnose, task_diversity
@@ -36,7 +37,7 @@ from frostgym.compare.facts import EpisodeFacts, IntArray, TaskKey
 from frostgym.compare.gates import Decision, Gate, GateResult, Measure, SliceName, judge
 from frostgym.compare.parallel import read_both
 from frostgym.compare.private_gap import PrivateGap, private_gaps
-from frostgym.compare.reading import CardFacts, PlanMismatchError, paused_gc, plan_difference
+from frostgym.compare.reading import CardFacts, plan_difference
 from frostgym.compare.views import (
     SliceId,
     ViewDelta,
@@ -47,6 +48,7 @@ from frostgym.compare.views import (
     task_sums,
     view_names,
 )
+from frostgym.core.errors import PlanMismatchError
 
 SCHEMA = "frostgym.compare/1"
 SLICE_KINDS: tuple[SliceName, ...] = ("env", "difficulty", "tag")
@@ -182,7 +184,7 @@ def compare_facts(
     ``PlanMismatchError`` as ``compare_cards`` does."""
     if not overlap and (difference := plan_difference(base, cand)) is not None:  # with overlap: no need to know
         raise PlanMismatchError(f"the cards' plans differ: {difference}; pass --overlap to compare the shared episodes")
-    with paused_gc():  # as while reading: many short-lived objects beside two large plans
+    with gc_paused():  # as while reading: many short-lived objects beside two large plans
         comparison = _compare(base, cand, overlap)
     return comparison if gates is None else comparison.with_gates(gates)
 

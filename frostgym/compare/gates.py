@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from frostgym.cards.views import RULE_NAMES, Rule
-from frostgym.core.errors import FrostgymError
+from frostgym.core.errors import GateFileError
 
 GateKind = Literal["absolute", "regression", "cost"]
 SliceName = Literal["overall", "env", "difficulty", "tag"]
@@ -34,10 +34,6 @@ PER_VALUES: tuple[str, ...] = ("env", "difficulty", "tag")
 Decision = Literal["promote", "block"]
 _THRESHOLDS = ("min", "max", "max_drop", "max_increase")
 _KEYS = frozenset({"name", "metric", "env", "per", "rule", "significant", *_THRESHOLDS})
-
-
-class GateFileError(FrostgymError, ValueError):
-    """A gates file that cannot be read as gates: named with its file and gate."""
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,8 @@ Why: reading a card (decoding, checking and reducing every record) is most of a 
 time, it is Python work on one core, and the two cards are independent. So for two large
 cards the candidate's record files are read by a second process while this one reads the
 base, and what crosses back is the candidate's columns (``EpisodeFacts``: arrays, a few MB
-for 100k episodes), never its records. (Shipping a Python object per episode back, as an
-earlier try did, cost more than the second core saved.)
+for 100k episodes), never its records. (Shipping a Python object per episode back would cost more than
+the second core saves.)
 
 It is a speed-up, never a second source of truth: the columns are taken only when the
 process read the same ``card.json`` this process reads (its files' manifests, plan hash,
@@ -30,11 +30,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from frostgym.cards.store import gc_paused
 from frostgym.compare.facts import EpisodeFacts
-from frostgym.compare.reading import CardFacts, paused_gc, read_card_facts, read_plan, read_records
+from frostgym.compare.reading import CardFacts, read_card_facts, read_plan, read_records
 
 #: Cards whose record files both hold at least this many bytes are read at once: below,
-#: starting the second process (~0.3 s of a core, mostly imports) costs more than it saves.
+#: starting the second process (mostly its imports) costs more than it saves.
 PARALLEL_MIN_BYTES = 16 << 20
 _RECORD_FILES = ("episodes.jsonl", "drops.jsonl")
 
@@ -52,7 +53,7 @@ def read_both(base: Path, cand: Path, *, min_bytes: int = PARALLEL_MIN_BYTES) ->
         base_facts = read_card_facts(base)
         if reader is None:
             return base_facts, read_card_facts(cand)
-        with paused_gc():
+        with gc_paused():
             card, plan = read_plan(cand)
             read = reader.result(fingerprint(cand, card))
             facts, rows = read if read is not None else read_records(cand, card, plan)

@@ -20,23 +20,13 @@ from typing import Any
 import orjson
 
 from frostgym.cards.card import read_card_json
-from frostgym.cards.store import CardCorruptError
 from frostgym.compare.facts import EpisodeFacts, FactsBuilder
 from frostgym.core.episode import RecordKind, record_problem
-from frostgym.core.errors import FrostgymError
+from frostgym.core.errors import CardCorruptError, CardNotCompleteError
 
 #: Bytes read at a time from a record file.
 CHUNK = 1 << 22
 _FILES: tuple[tuple[str, RecordKind], ...] = (("episodes.jsonl", "episode"), ("drops.jsonl", "drop"))
-
-
-class PlanMismatchError(FrostgymError, ValueError):
-    """Two cards whose plans differ were compared without ``overlap``."""
-
-
-class CardNotCompleteError(FrostgymError, ValueError):
-    """A card that is not ``complete`` (interrupted, or still being written) was compared:
-    its files hold only part of its plan, and more than the manifest it last closed with."""
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,7 @@ the text a training set could have leaked.
 
 Why its own module: which tasks an eval plays, and what of a task counts as its text, are
 decided once here for the check, the split-hygiene report and their tests. The tasks are
-enumerated the way a run's plan enumerates a whole split (``frostgym.plan.choose_tasks``
+enumerated the way a run's plan enumerates a whole split (``frostgym.run.plan.choose_tasks``
 with no task count), so a level or a category narrowing of an env (``ID[level=2]``) is
 checked on exactly the tasks it plays. A task's text is its prompt (``Task.prompt``: the
 question, the problem, HumanEval's signature and docstring, the user's request), not the
@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from frostgym.core.splits import Split
 from frostgym.envs.registry import ENTRIES, make_env
 from frostgym.envs.specs import EnvSpec
-from frostgym.plan import choose_tasks
+from frostgym.run.plan import choose_tasks
 
 #: The splits checked by default: those a published score comes from.
 DEFAULT_SPLITS: tuple[Split, ...] = ("test", "private")

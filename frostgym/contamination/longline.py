@@ -32,7 +32,7 @@ from typing import BinaryIO
 
 import orjson
 
-from frostgym.core.errors import FrostgymError
+from frostgym.core.errors import NotJSON
 
 #: Nesting orjson accepts (a 1,025th level is an error).
 MAX_DEPTH = 1024
@@ -64,11 +64,6 @@ def _run_end(pattern: re.Pattern[bytes], data: bytes, start: int, stop: int | No
     matched = pattern.match(data, start, len(data) if stop is None else stop)
     assert matched is not None  # every pattern here is a repeat that may match nothing
     return matched.end()
-
-
-class NotJSON(FrostgymError, ValueError):
-    """The line is not JSON (as orjson would say): the reader skips it, as it skips any
-    line orjson refuses."""
 
 
 @dataclass(frozen=True)

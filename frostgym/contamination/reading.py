@@ -33,9 +33,9 @@ from typing import Any, BinaryIO
 
 import orjson
 
-from frostgym.contamination.longline import NotJSON, Value, contents, string_pieces, survey
-from frostgym.contamination.report import ContaminationInputError
+from frostgym.contamination.longline import Value, contents, string_pieces, survey
 from frostgym.contamination.windows import WINDOW, Part, Windower, windows
+from frostgym.core.errors import ContaminationInputError, NotJSON
 
 FORMATS = ("jsonl", "parquet", "datasets")
 #: Bytes of JSONL (or, roughly, of Parquet text) per chunk: large enough that numpy's

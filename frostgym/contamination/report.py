@@ -34,14 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from frostgym.contamination.ngrams import DEFAULT_NGRAM, MAX_WINDOW, MIN_GRAM_TOKENS, SHINGLE
-from frostgym.core.errors import FrostgymError
+from frostgym.core.errors import ContaminationInputError
 
 REPORT_SCHEMA = "frostgym.contamination/1"
-
-
-class ContaminationInputError(FrostgymError, ValueError):
-    """A training file or report that cannot be read (missing, of an unknown format, not a
-    report): the message names it and why."""
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """A document too long to scan whole, cut into windows that the scan treats as one document.
 
-Why its own module: scanned whole, a document costs about twenty times its length (a bytes
-object per token, then per token an id and a hash for each window length), 4 GB for one
-200 MB JSONL line. Cut into windows of ``WINDOW`` characters, each scanned on its own, the
-memory a document takes is bounded by the window, however long the document is. Every
+Why its own module: scanned whole, a document costs many times its length in memory (a
+bytes object per token, then per token an id and a hash for each window length), gigabytes
+for one long JSONL line. Cut into windows of ``WINDOW`` characters, each scanned on its own,
+the memory a document takes is bounded by the window, however long the document is. Every
 reader uses these windows (JSONL, Parquet, datasets, ``check_texts``), so a document gives
 the same figures whichever way it comes in.
 

@@ -150,7 +150,7 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
     def fixture_sha256(self) -> str:
         """Content hash of the task data this env serves, checked against the family's
         lock file once per process (``FixtureMismatchError`` on drift). Kept per env once
-        known: every ``reset`` and ``step`` reports it, and the lookup's key costs ~85 µs."""
+        known: every ``reset`` and ``step`` reports it, and the lookup's key is too slow to build per call."""
         if self._fixture_sha256 is None:
             self._fixture_sha256 = verified_fixture_sha256(self.lock_file, self.source)
         return self._fixture_sha256

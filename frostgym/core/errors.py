@@ -1,9 +1,20 @@
-"""Exceptions a caller can catch by kind. Bad agent *output* is never an exception:
-it becomes an error observation and a graded failure. These are for misuse of the API."""
+"""Every error frostgym raises on purpose, in one module under one base, ``FrostgymError``
+(Gymnasium's ``error.py`` is the model). Bad agent *output* is never an exception: it becomes
+an error observation and a graded failure. These are for misuse of the API, for failures a
+runner records as an episode's drop (each declares its ``drop_class``), and for what stops a
+command (a backend that is gone, a card that was edited), said in one line.
+
+Each class also derives from the built-in a caller would catch without knowing frostgym
+(``ValueError`` for a bad value, ``ConnectionError`` for a lost server, ...). Two kinds stay in
+their modules, as they are not frostgym's to raise to a caller: the sandbox's own protocol
+errors (``frostgym.sandbox.forkserver`` runs inside the sandbox, without frostgym) and the
+replayed HTTP APIs' answers (``frostgym.tools.http.apis``), plus private control-flow
+exceptions (a leading ``_``).
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from gymnasium.error import ResetNeeded
 
@@ -22,6 +33,9 @@ class FrostgymError(Exception):
 
     drop_class: DropClass | None = None
     stage: Stage | None = None
+
+
+# -- misuse of the API: what a caller sent, or asked for, that cannot be -------------------
 
 
 class InvalidActionError(FrostgymError, TypeError):
@@ -45,6 +59,16 @@ class UnknownTaskError(FrostgymError, KeyError):
         return str(self.args[0]) if self.args else ""
 
 
+class EnvArgumentError(FrostgymError, ValueError):
+    """An env was asked to be made with an argument it does not take, or with a value that is
+    not of the argument's declared type (``frostgym.core.arguments``). The message names the
+    argument and the type expected."""
+
+
+class EnvSpecError(FrostgymError, ValueError):
+    """An env spec that cannot be read: it says which one and why."""
+
+
 class FixtureMismatchError(FrostgymError, RuntimeError):
     """The task data on this machine does not hash to the locked value.
 
@@ -52,7 +76,23 @@ class FixtureMismatchError(FrostgymError, RuntimeError):
     """
 
 
-# -- failures a runner records as drops (each declares its ``drop_class``) ------------------
+class ModelNotFoundError(FrostgymError, FileNotFoundError):
+    """The model path does not exist locally; frostgym never downloads models."""
+
+
+class BFCLNotInstalledError(FrostgymError, ImportError):
+    """bfcl-eval (its data files) is not installed in this environment."""
+
+
+class MultiTurnNotSupportedError(FrostgymError, ValueError):
+    """The env needs tool results between turns, which this integration does not provide."""
+
+
+class UserError(FrostgymError):
+    """Something the user can fix, said in one line by the command line (no traceback)."""
+
+
+# -- failures a runner records as drops (each declares its ``drop_class``) -----------------
 
 
 class GraderError(FrostgymError, RuntimeError):
@@ -81,6 +121,37 @@ class SandboxCrashError(FrostgymError, RuntimeError):
     drop_class: DropClass | None = "infra_error"
 
 
+class SandboxUnavailableError(SandboxCrashError):
+    """This backend cannot run on this machine (missing tool, no engine, no privilege)."""
+
+
+class ServerLostError(SandboxCrashError):
+    """The fork server died, broke the protocol, or could not set a job up: the job has
+    no verdict. Infrastructure, never the code's doing (a runner drops the episode as
+    ``infra_error`` and retries it); the server is respawned for the next job."""
+
+
+class RemoteEnvError(FrostgymError, RuntimeError):
+    """An env exception that could not travel back as itself (it does not pickle). It keeps
+    the original's drop class and stage, so the runner classifies it the same way."""
+
+    def __init__(self, message: str, drop_class: DropClass | None, stage: Stage | None) -> None:
+        super().__init__(message)
+        if drop_class is not None:
+            self.drop_class = drop_class
+        if stage is not None:
+            self.stage = stage
+
+
+# -- backends: where a run's envs live -----------------------------------------------------
+
+
+class BackendError(FrostgymError, ValueError):
+    """A run's backend (``frostgym.run.backends``) cannot be opened: options that do not fit
+    it, a missing extra, nothing answering at its address, no room for its workers. The
+    message says what to do."""
+
+
 class BackendLostError(FrostgymError, ConnectionError):
     """The place a run's envs live (an env server, a Ray cluster) can no longer be reached.
 
@@ -91,10 +162,22 @@ class BackendLostError(FrostgymError, ConnectionError):
     """
 
 
-class EnvArgumentError(FrostgymError, ValueError):
-    """An env was asked to be made with an argument it does not take, or with a value that is
-    not of the argument's declared type (``frostgym.core.arguments``). The message names the
-    argument and the type expected."""
+class BackendRefusedError(FrostgymError, ConnectionError):
+    """A backend (a Ray cluster, an env server) answers but refuses this client's credentials:
+    a missing or wrong token. Nothing can run until the client is given the right one, so it
+    is raised before a run starts, saying which credentials were sent (never their value)."""
+
+
+# -- rollout cards and what reads them -----------------------------------------------------
+
+
+class CardCorruptError(FrostgymError, RuntimeError):
+    """A card file does not parse, holds a line that is not a record, or does not match
+    the checksums its manifest recorded. The message names the file and line."""
+
+
+class CardMismatchError(FrostgymError, ValueError):
+    """``--resume`` was asked to finish a card planned with different options."""
 
 
 class CardLockedError(FrostgymError, RuntimeError):
@@ -107,7 +190,99 @@ class CardLockedError(FrostgymError, RuntimeError):
         self.pid = pid
 
 
-class BackendRefusedError(FrostgymError, ConnectionError):
-    """A backend (a Ray cluster, an env server) answers but refuses this client's credentials:
-    a missing or wrong token. Nothing can run until the client is given the right one, so it
-    is raised before a run starts, saying which credentials were sent (never their value)."""
+class CardNotCompleteError(FrostgymError, ValueError):
+    """A card that is not ``complete`` (interrupted, or still being written) was compared:
+    its files hold only part of its plan, and more than the manifest it last closed with."""
+
+
+class PlanMismatchError(FrostgymError, ValueError):
+    """Two cards whose plans differ were compared without ``overlap``."""
+
+
+class ExclusionError(FrostgymError, ValueError):
+    """An exclusion file that cannot be read, or names a task its env does not have."""
+
+
+class GateFileError(FrostgymError, ValueError):
+    """A gates file that cannot be read as gates: named with its file and gate."""
+
+
+class ReportError(FrostgymError, ValueError):
+    """The report cannot be made as asked (no card, gates without a baseline)."""
+
+
+class ExportError(FrostgymError, ValueError):
+    """The export cannot be written as asked (an output file of a format inspect does not read)."""
+
+
+class InspectMissingError(FrostgymError, ImportError):
+    """inspect_ai, which the export writes with, is not installed."""
+
+
+# -- the env server and its clients --------------------------------------------------------
+
+
+class ServeConfigError(FrostgymError, ValueError):
+    """A server setting that cannot work (a limit below its minimum, an unknown env id)."""
+
+
+class WireError(FrostgymError):
+    """A request the server answers with an error: the HTTP ``status`` (a 4xx for anything the
+    client sent, 500 only for an env that failed on a valid request), a ``code`` and a message;
+    for an exception the env raised, its class name (``exception``), drop class and stage."""
+
+    def __init__(
+        self,
+        status: int,
+        code: str,
+        message: str,
+        *,
+        exception: str | None = None,
+        drop_class: str | None = None,
+        stage: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.exception = exception
+        self.error_drop_class = drop_class
+        self.error_stage = stage
+
+    def to_json(self) -> dict[str, Any]:
+        body: dict[str, Any] = {"status": self.status, "code": self.code, "message": self.message}
+        if self.exception is not None:
+            body.update(exception=self.exception, drop_class=self.error_drop_class, stage=self.error_stage)
+        return body
+
+
+class ServedEnvError(FrostgymError, RuntimeError):
+    """An error answer from an env server: ``status`` and ``code`` as the server sent them.
+    An exception the remote env raised comes back as its own class when the client knows it
+    (frostgym's errors, ``ValueError``, ``TypeError``, ``RuntimeError``), else as a subclass of
+    this one with the same name; either way with the same message, drop class and stage."""
+
+    status: int = 0
+    code: str = ""
+
+
+class RemoteConnectionError(FrostgymError, ConnectionError):
+    """The server could not be reached, or the connection to it was lost (a runner files it as
+    an ``infra_error``, and retries it)."""
+
+
+# -- task data and training data read from outside -----------------------------------------
+
+
+class ContaminationInputError(FrostgymError, ValueError):
+    """A training file or report that cannot be read (missing, of an unknown format, not a
+    report): the message names it and why."""
+
+
+class NotJSON(FrostgymError, ValueError):
+    """The line is not JSON (as orjson would say): the reader skips it, as it skips any
+    line orjson refuses."""
+
+
+class ArgumentError(FrostgymError, ValueError):
+    """The arguments do not fit the schema; the message is shown to the agent."""

@@ -1,7 +1,7 @@
 """The table of registered env ids: the one place an id is bound to code and settings.
 
 Entry points are strings, so ``import frostgym`` registers every id without importing
-any family (reasoning-gym alone takes a second to import).
+any family (reasoning-gym alone is slow to import).
 """
 
 from __future__ import annotations

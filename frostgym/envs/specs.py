@@ -18,11 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from frostgym.core.errors import FrostgymError
-
-
-class EnvSpecError(FrostgymError, ValueError):
-    """An env spec that cannot be read: it says which one and why."""
+from frostgym.core.errors import EnvSpecError
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from frostgym.cards.card import load_card
 from frostgym.cards.views import compute_views
 from frostgym.core.episode import DropRecord, EpisodeRecord, Record, StepRecord
-from frostgym.core.errors import FrostgymError
+from frostgym.core.errors import ExportError, InspectMissingError
 from frostgym.core.messages import Message
 
 if TYPE_CHECKING:
@@ -76,14 +76,6 @@ STOP_REASONS: dict[str, Literal["stop", "max_tokens", "tool_calls"]] = {
     "length": "max_tokens",
     "tool_calls": "tool_calls",
 }
-
-
-class InspectMissingError(FrostgymError, ImportError):
-    """inspect_ai, which the export writes with, is not installed."""
-
-
-class ExportError(FrostgymError, ValueError):
-    """The export cannot be written as asked (an output file of a format inspect does not read)."""
 
 
 def export_inspect(card_dir: Path, out: Path) -> Path:

@@ -41,10 +41,7 @@ CodeStatus = Literal[
 STATUSES: tuple[CodeStatus, ...] = get_args(CodeStatus)
 GRADER = GraderSpec(
     name="code_tests",
-    # 1.1: a task at its memory or output limit runs no more tests (they count as failed)
-    # 1.2: a lost sandbox raises (an infra_error drop) instead of grading 0 as sandbox_error;
-    #      a returned builtin subclass (Counter, namedtuple, ...) is compared as its base value
-    version="1.2.0",
+    version="1.2.0",  # what each version changed: CHANGELOG.md
     labels=STATUSES[1:],  # every status but ``passed``
     weights={"correctness": 1.0},
     required=("correctness",),

@@ -40,7 +40,7 @@ from frostgym.graders.numbers import NotANumber, ParsedNumber, parse_number, str
 
 GRADER = GraderSpec(
     name="math",
-    version="1.2.0",  # 1.1: details.answer_key for maj@k; 1.2: equation chains, one-statement unmarked replies
+    version="1.2.0",  # what each version changed: CHANGELOG.md
     # every label this grader can give; none means a perfect score
     labels=(
         "too_long",
@@ -195,7 +195,7 @@ def _symbolic_equal(gold: str, answer: str) -> bool | None:
     """math-verify on one expression each; ``None`` when the answer is not a single
     numeric expression at all. Its timeouts use SIGALRM, which only works on the main
     thread; elsewhere the length cap above bounds the work instead."""
-    import math_verify  # deferred: sympy costs ~1 s to import and most answers are plain numbers
+    import math_verify  # deferred: sympy is slow to import and most answers are plain numbers
     import sympy
 
     timeout = 5 if threading.current_thread() is threading.main_thread() else None

@@ -30,9 +30,7 @@ from frostgym.sql.statements import orders_rows
 SQLStatus = Literal["match", "mismatch", "error", "timeout", "not_select", "no_answer"]
 GRADER = GraderSpec(
     name="sql_execution",
-    # 1.1: details.answer_key for maj@k. 1.2: a query that needs more than the executor's memory
-    # bound (64 MiB) is an ``error``, where it was a ``timeout``; gold queries get the trusted deadline.
-    version="1.2.0",
+    version="1.2.0",  # what each version changed: CHANGELOG.md
     # the status, when it is not ``match``
     labels=("mismatch", "error", "timeout", "not_select", "no_answer"),
     weights={"correctness": 0.9, "format": 0.1},

@@ -44,10 +44,7 @@ from frostgym.tools.calls import MAX_CALL_TEXT, ParsedReply, ToolCall, as_json_d
 
 GRADER = GraderSpec(
     name="tool_ast",
-    # 1.1: details.answer_key for maj@k. 1.2: too_long over MAX_CALL_TEXT characters; call
-    # arguments past the parser's bounds (depth, 64-bit integers, finite numbers, JSON types)
-    # and calls past MAX_CALLS_PER_REPLY are malformed_call.
-    version="1.2.0",
+    version="1.2.0",  # what each version changed: CHANGELOG.md
     labels=(
         "too_long",
         "no_call",

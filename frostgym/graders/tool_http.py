@@ -37,7 +37,7 @@ from frostgym.tools.http.arguments import canonical_value
 
 GRADER = GraderSpec(
     name="tool_http",
-    version="1.2.0",  # 1.1: details.answer_key for maj@k. 1.2: too_long
+    version="1.2.0",  # what each version changed: CHANGELOG.md
     # in the order the grader picks them
     labels=(
         "too_long",

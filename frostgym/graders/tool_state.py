@@ -33,9 +33,7 @@ from frostgym.tools.calls import MAX_CALL_TEXT
 
 GRADER = GraderSpec(
     name="tool_state",
-    # 1.1: details.answer_key for maj@k. 1.2: too_long; the answer key hashes any state,
-    # lone surrogates in it included.
-    version="1.2.0",
+    version="1.2.0",  # what each version changed: CHANGELOG.md
     labels=("state_mismatch", "missing_results", "malformed_call", "no_call", "turn_limit", "too_long"),
     # ``turns_passed`` is reported for analysis; it cannot move the score, which the
     # required ``correctness`` gates (BFCL scores an entry all or nothing).

@@ -18,17 +18,13 @@ from pathlib import Path
 from frostgym.compare.compare import compare_facts
 from frostgym.compare.gates import Gate
 from frostgym.compare.reading import plan_difference
-from frostgym.core.errors import FrostgymError
+from frostgym.core.errors import ReportError
 from frostgym.report.index import index_script
 from frostgym.report.page import CardComparison, render_page
 from frostgym.report.records import ReportCard, read_report_card
 
 INDEX_FILE = "index.html"
 DATA_DIR = "data"
-
-
-class ReportError(FrostgymError, ValueError):
-    """The report cannot be made as asked (no card, gates without a baseline)."""
 
 
 def write_report(

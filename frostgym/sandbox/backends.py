@@ -10,7 +10,8 @@ import logging
 import os
 from typing import Literal, cast
 
-from frostgym.sandbox.client import Launcher, SandboxUnavailableError
+from frostgym.core.errors import SandboxUnavailableError
+from frostgym.sandbox.client import Launcher
 from frostgym.sandbox.jail import BubblewrapLauncher, InsecureLauncher, UnshareLauncher
 
 BackendName = Literal["auto", "jail", "unshare", "docker", "insecure"]

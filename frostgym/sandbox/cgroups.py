@@ -21,7 +21,7 @@ CGROUP_ROOT = Path("/sys/fs/cgroup")
 class TaskGroups:
     """Host paths of the groups, per slot: one group per controller (v1) or one in all
     (v2). Two slots, because the server forks the next task's process while the current
-    task runs, and that process joins its groups then (a v1 join costs ~0.7 ms): a task
+    task runs, and that process joins its groups then (a v1 join takes time): a task
     has its slot to itself, the next one waits in the other."""
 
     slots: tuple[tuple[Path, ...], ...]

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, Protocol
 
-from frostgym.core.errors import FrostgymError, SandboxCrashError
+from frostgym.core.errors import FrostgymError, SandboxUnavailableError, ServerLostError
 from frostgym.sandbox import forkserver
-from frostgym.sandbox.forkserver import WireError, decode_value, encode_value, recv_message, send_message
+from frostgym.sandbox.forkserver import FrameError, decode_value, encode_value, recv_message, send_message
 from frostgym.sandbox.limits import SandboxLimits
 from frostgym.sandbox.result import ErrorInfo, JobResult, Termination
 
@@ -27,16 +27,6 @@ START_TIMEOUT_S = 30.0
 EXIT_SETUP_FAILED = 70  # the fork server's task setup failed before any untrusted code ran
 EXIT_RUNTIME_BROKEN = 71  # untrusted code broke the task process's protocol loop
 CONTROL_MARGIN_S = 5.0
-
-
-class SandboxUnavailableError(SandboxCrashError):
-    """This backend cannot run on this machine (missing tool, no engine, no privilege)."""
-
-
-class ServerLostError(SandboxCrashError):
-    """The fork server died, broke the protocol, or could not set a job up: the job has
-    no verdict. Infrastructure, never the code's doing (a runner drops the episode as
-    ``infra_error`` and retries it); the server is respawned for the next job."""
 
 
 class CallError(FrostgymError):
@@ -133,7 +123,7 @@ class SandboxJob:
             self._host_reason = "timeout"
         except (EOFError, OSError):
             pass
-        except WireError:
+        except FrameError:
             self._value_overflow = True
             self._host_reason = "protocol"
         self._ended = True
@@ -177,7 +167,7 @@ class SandboxJob:
         self.calls += 1
         try:
             request = {"op": "call", "function": function, "args": [encode_value(a) for a in args]}
-        except WireError as exc:
+        except FrameError as exc:
             raise CallError(ErrorInfo("ArgumentError", str(exc))) from None
         try:
             self._sock.settimeout(max(self.deadline - time.monotonic(), 0.001))
@@ -192,7 +182,7 @@ class SandboxJob:
         if "ok" in reply:
             try:
                 return decode_value(reply["ok"])
-            except (WireError, RecursionError) as exc:
+            except (FrameError, RecursionError) as exc:
                 raise CallError(ErrorInfo("ProtocolError", f"malformed return value: {exc}")) from None
         info = ErrorInfo.from_wire(reply.get("error"))
         if info.type == "MemoryError":
@@ -292,7 +282,7 @@ class Sandbox:
         server.control.settimeout(START_TIMEOUT_S)
         try:
             hello = recv_message(server.control)
-        except (EOFError, OSError, WireError) as exc:
+        except (EOFError, OSError, FrameError) as exc:
             server.terminate()
             raise SandboxUnavailableError(f"{self.name}: the fork server did not start ({exc})") from None
         if hello.get("event") != "ready" or hello.get("protocol") != forkserver.PROTOCOL_VERSION:
@@ -363,7 +353,7 @@ class Sandbox:
             server = self._ensure_server()
             server.control.settimeout(START_TIMEOUT_S)
             send_message(server.control, request, fds=[task_fd])
-        except (EOFError, OSError, WireError) as exc:
+        except (EOFError, OSError, FrameError) as exc:
             self._lose_server()
             raise ServerLostError(f"fork server lost while starting a task: {exc}") from None
 
@@ -389,7 +379,7 @@ class Sandbox:
                     pass
             server.control.settimeout(max(job.deadline - time.monotonic(), 0) + CONTROL_MARGIN_S)
             report = recv_message(server.control)
-        except (EOFError, OSError, WireError) as exc:
+        except (EOFError, OSError, FrameError) as exc:
             self._lose_server()
             raise ServerLostError(f"{self.name}: fork server lost during the task: {exc}") from None
         if report.get("event") != "exit":

@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from frostgym.sandbox.client import SandboxUnavailableError, server_argv
+from frostgym.core.errors import SandboxUnavailableError
+from frostgym.sandbox.client import server_argv
 from frostgym.sandbox.docker_image import SANDBOX_LABEL, cannot_build_reason, ensure_image
 from frostgym.sandbox.jail import JAIL_SCRATCH, JAIL_SCRIPT, SERVER_SCRIPT, task_uid
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from frostgym.sandbox.client import SandboxUnavailableError
+from frostgym.core.errors import SandboxUnavailableError
 
 try:  # optional: only a caller that has a client gets here, see docker_backend
     import docker  # type: ignore[import-untyped]

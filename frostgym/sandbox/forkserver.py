@@ -5,7 +5,7 @@ container's ``python3``), so it imports only the standard library and must not i
 frostgym. The host imports it too, for the wire format: one definition of the framing
 and of the value encoding on both sides.
 
-Why a fork server: starting an interpreter costs ~36 ms, forking a warm one ~1 ms. Why
+Why a fork server: forking a warm interpreter costs a small fraction of starting one. Why
 the untrusted code never sees the tests: a solution that shares a process with its
 checker can patch ``assert``, builtins or ``__eq__``, exit early with status 0, or forge
 a result file. Here the untrusted process only *evaluates calls* it is sent and returns
@@ -57,12 +57,12 @@ DRAIN_SECONDS = 5.0
 MAX_DEPTH = 64
 
 # Modules children are likely to import; imported once here so a fork inherits them.
-# Fork time grows with the server's resident size (~0.07 ms per MB here), so only modules
-# that many tasks import, and that are slow to import cold, are preloaded.
+# Fork time grows with the server's resident size, so only modules that many tasks import,
+# and that are slow to import cold, are preloaded.
 PRELOAD = ("collections", "functools", "hashlib", "heapq", "itertools", "math", "re", "string", "typing")
 
 
-class WireError(Exception):
+class FrameError(Exception):
     """A message or value that does not follow the wire format."""
 
 
@@ -98,17 +98,17 @@ def _recv_exact(sock: socket.socket, n: int, fds: list[int] | None) -> bytes:
 
 
 def recv_message(sock: socket.socket, limit: int = MAX_CONTROL_MESSAGE, fds: list[int] | None = None) -> dict[str, Any]:
-    """One framed JSON object. ``WireError`` for an oversized or malformed one."""
+    """One framed JSON object. ``FrameError`` for an oversized or malformed one."""
     (size,) = HEADER.unpack(_recv_exact(sock, HEADER.size, fds))
     if size > limit:
-        raise WireError(f"message of {size} bytes is over the {limit}-byte limit")
+        raise FrameError(f"message of {size} bytes is over the {limit}-byte limit")
     body = _recv_exact(sock, size, None)
     try:
         message = json.loads(body)
     except (ValueError, RecursionError) as exc:
-        raise WireError(f"malformed message: {exc}") from None
+        raise FrameError(f"malformed message: {exc}") from None
     if not isinstance(message, dict):
-        raise WireError("a message must be a JSON object")
+        raise FrameError("a message must be a JSON object")
     return message
 
 
@@ -120,14 +120,14 @@ def recv_message(sock: socket.socket, limit: int = MAX_CONTROL_MESSAGE, fds: lis
 # never the subclass's: what arrives is the plain value, and its ``__eq__`` stays behind.
 
 
-class ValueTooLarge(WireError):
+class ValueTooLarge(FrameError):
     """A value whose encoding would pass the size limit (checked while encoding, so a
     huge value is never serialized in full)."""
 
 
 def encode_value(value: Any, depth: int = 0, budget: list[int] | None = None) -> Any:
     if depth > MAX_DEPTH:
-        raise WireError("value nested too deeply")
+        raise FrameError("value nested too deeply")
     kind = type(value)
     if kind not in _PLAIN and value is not None:
         value = _as_base(value)
@@ -157,7 +157,7 @@ def encode_value(value: Any, depth: int = 0, budget: list[int] | None = None) ->
         return {"b": base64.b64encode(value).decode("ascii")}
     if kind is complex:
         return {"c": [value.real.hex(), value.imag.hex()]}
-    raise WireError(f"values of type {kind.__name__} cannot be returned (plain builtin types only)")
+    raise FrameError(f"values of type {kind.__name__} cannot be returned (plain builtin types only)")
 
 
 _PLAIN = frozenset({bool, str, int, float, list, tuple, set, frozenset, dict, bytes, complex})
@@ -194,11 +194,11 @@ def _as_base(value: Any) -> Any:
 
 def decode_value(data: Any, depth: int = 0) -> Any:
     if depth > MAX_DEPTH:
-        raise WireError("value nested too deeply")
+        raise FrameError("value nested too deeply")
     if data is None or type(data) in (bool, str, int):
         return data
     if type(data) is not dict or len(data) != 1:
-        raise WireError("malformed value")
+        raise FrameError("malformed value")
     ((tag, payload),) = data.items()
     try:
         if tag == "i":
@@ -220,11 +220,11 @@ def decode_value(data: Any, depth: int = 0) -> Any:
             return frozenset(items or ())
         if tag == "d":
             return {decode_value(k, depth + 1): decode_value(v, depth + 1) for k, v in payload}
-    except WireError:
+    except FrameError:
         raise
     except Exception as exc:  # a forged payload of the wrong shape
-        raise WireError(f"malformed {tag!r} value: {type(exc).__name__}") from None
-    raise WireError(f"unknown value tag {tag!r}")
+        raise FrameError(f"malformed {tag!r} value: {type(exc).__name__}") from None
+    raise FrameError(f"unknown value tag {tag!r}")
 
 
 # -- the task process (B) ----------------------------------------------------------------
@@ -299,7 +299,7 @@ def _serve_calls(sock: socket.socket, namespace: dict[str, Any], max_value_bytes
     while True:
         try:
             request = recv_message(sock, limit=max_value_bytes)
-        except (EOFError, OSError, WireError):
+        except (EOFError, OSError, FrameError):
             _exit(0)
         if request.get("op") != "call":
             _exit(0)
@@ -378,7 +378,7 @@ def _task_process(channel_fd: int, output_fd: int, scratch: str, groups: list[st
             os._exit(0)  # a spare the server no longer needs
         channel.close()
         if len(fds) != 1:
-            raise WireError("a task needs exactly one task socket")
+            raise FrameError("a task needs exactly one task socket")
         os.dup2(fds[0], 3)
         os.closerange(4, 1 << 16)
         _apply_limits(request["limits"], uid)
@@ -401,9 +401,8 @@ def _task_process(channel_fd: int, output_fd: int, scratch: str, groups: list[st
 class _Spare:
     """A task process forked ahead of its task, waiting on ``channel``.
 
-    Forking this server costs about 1 ms, and the copy-on-write faults that follow cost
-    as much again; made while the task before runs (or the host grades it), none of it
-    is on a task's clock.
+    Forking this server, and the copy-on-write faults that follow, take time; made while
+    the task before runs (or the host grades it), none of it is on a task's clock.
     """
 
     pid: int

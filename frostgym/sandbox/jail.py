@@ -20,9 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from frostgym.core.errors import SandboxUnavailableError
 from frostgym.sandbox import forkserver
 from frostgym.sandbox.cgroups import TaskGroups, create_task_groups
-from frostgym.sandbox.client import SandboxUnavailableError, server_argv
+from frostgym.sandbox.client import server_argv
 
 SERVER_SCRIPT = Path(forkserver.__file__).resolve()
 JAIL_SCRIPT = "/opt/frostgym/forkserver.py"
@@ -37,7 +38,7 @@ def task_uid() -> int:
 
 
 def sandbox_python() -> Path:
-    """The base interpreter (not a venv shim: a shim costs ~78 ms and needs the venv)."""
+    """The base interpreter (not a venv shim: a shim adds to every start and needs the venv)."""
     base = Path(getattr(sys, "_base_executable", sys.executable)).resolve()
     return base if base.exists() else Path(sys.executable).resolve()
 

@@ -1,6 +1,6 @@
 """One warm sandbox per (thread, backend), shared by every env on that thread.
 
-A fork server is cheap to keep and ~70 ms to start; envs come and go per episode. A
+A fork server is cheap to keep and slow to start; envs come and go per episode. A
 sandbox is single-threaded, so each worker thread gets its own. All are closed at exit.
 """
 

@@ -8,8 +8,8 @@ rewards, infos and grades as in process.
 
 One module per job: ``config`` (the server's settings), ``wire`` (request and answer shapes,
 JSON, errors), ``sessions`` (who holds which env, and the limits), ``app`` (the ASGI app),
-``server`` (running it), ``client`` (a remote env as a gymnasium env: ``frostgym.remote.make``)
-and ``backend`` (the runner's ``--backend remote``). The server needs the ``serve`` extra
+``server`` (running it) and ``remote`` (a remote env as a gymnasium env: ``frostgym.serve.remote.make``;
+the runner's ``--backend remote`` is ``frostgym.run.remote_backend``). The server needs the ``serve`` extra
 (``pip install 'frostgym[serve]'``: fastapi, uvicorn, websockets); importing this package
 imports none of them.
 """

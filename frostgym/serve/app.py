@@ -52,10 +52,10 @@ from fastapi.responses import Response
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from frostgym.core.errors import WireError
 from frostgym.serve import wire
 from frostgym.serve.config import SERVER_ONLY_KWARGS, ServeConfig
 from frostgym.serve.sessions import Session, SessionTable
-from frostgym.serve.wire import WireError
 from frostgym.version import __version__
 
 LOG = logging.getLogger("uvicorn.error")  # the server's own log, where uvicorn writes its lines

@@ -12,18 +12,14 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from frostgym.core.errors import FrostgymError
-from frostgym.envs.specs import EnvSpecError, parse_env_specs
+from frostgym.core.errors import EnvSpecError, ServeConfigError
+from frostgym.envs.specs import parse_env_specs
 
 #: The environment variable ``frostgym serve`` reads its shared token from when ``--token`` is not given.
 TOKEN_ENV = "FROSTGYM_SERVE_TOKEN"
 #: Env keyword arguments a client may not set: they are the server's to decide. ``sandbox`` and
 #: ``allow_insecure`` choose how Code-v0 runs untrusted code; a client could otherwise ask for none.
 SERVER_ONLY_KWARGS = frozenset({"sandbox", "allow_insecure"})
-
-
-class ServeConfigError(FrostgymError, ValueError):
-    """A server setting that cannot work (a limit below its minimum, an unknown env id)."""
 
 
 @dataclass(frozen=True)

@@ -45,11 +45,11 @@ from typing import Any, Literal, TypeVar
 
 from frostgym.core.arguments import widened_limits
 from frostgym.core.env import FrozenEnv
+from frostgym.core.errors import WireError
 from frostgym.envs.registry import env_class, make_env
 from frostgym.sandbox.pool import close_thread_sandboxes
 from frostgym.serve import wire
 from frostgym.serve.config import SERVER_ONLY_KWARGS, ServeConfig
-from frostgym.serve.wire import WireError
 
 T = TypeVar("T")
 Kind = Literal["http", "ws"]

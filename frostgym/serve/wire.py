@@ -2,7 +2,7 @@
 them without losing a byte.
 
 Why its own module: the server (``frostgym.serve.app``) writes these shapes and the client
-(``frostgym.serve.client``) reads them; one module keeps both sides, the JSON rules and the
+(``frostgym.serve.remote``) reads them; one module keeps both sides, the JSON rules and the
 mapping of errors to status codes in step. It imports no web framework.
 
 - **Shapes** are OpenEnv's (``openenv-core`` 0.3.0): a reset or step answers
@@ -34,7 +34,14 @@ from typing import Any, Literal
 
 import gymnasium
 
-from frostgym.core.errors import EpisodeNotActiveError, FrostgymError, InvalidActionError, UnknownTaskError
+from frostgym.core.errors import (
+    EpisodeNotActiveError,
+    FrostgymError,
+    InvalidActionError,
+    ServedEnvError,
+    UnknownTaskError,
+    WireError,
+)
 from frostgym.core.messages import Observation
 
 Phase = Literal["make", "reset", "step"]
@@ -60,36 +67,6 @@ EPISODE_NOT_ACTIVE = "EPISODE_NOT_ACTIVE"
 STEP_TIMEOUT = "STEP_TIMEOUT"
 TOO_LARGE = "TOO_LARGE"
 CLIENT_GONE = "CLIENT_GONE"
-
-
-class WireError(FrostgymError):
-    """A request the server answers with an error: the HTTP ``status`` (a 4xx for anything the
-    client sent, 500 only for an env that failed on a valid request), a ``code`` and a message;
-    for an exception the env raised, its class name (``exception``), drop class and stage."""
-
-    def __init__(
-        self,
-        status: int,
-        code: str,
-        message: str,
-        *,
-        exception: str | None = None,
-        drop_class: str | None = None,
-        stage: str | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.status = status
-        self.code = code
-        self.message = message
-        self.exception = exception
-        self.error_drop_class = drop_class
-        self.error_stage = stage
-
-    def to_json(self) -> dict[str, Any]:
-        body: dict[str, Any] = {"status": self.status, "code": self.code, "message": self.message}
-        if self.exception is not None:
-            body.update(exception=self.exception, drop_class=self.error_drop_class, stage=self.error_stage)
-        return body
 
 
 # -- JSON ------------------------------------------------------------------------------------
@@ -344,16 +321,6 @@ def error_from(error: BaseException, phase: Phase) -> WireError:
         drop_class=getattr(error, "drop_class", None),
         stage=getattr(error, "stage", None),
     )
-
-
-class ServedEnvError(FrostgymError, RuntimeError):
-    """An error answer from an env server: ``status`` and ``code`` as the server sent them.
-    An exception the remote env raised comes back as its own class when the client knows it
-    (frostgym's errors, ``ValueError``, ``TypeError``, ``RuntimeError``), else as a subclass of
-    this one with the same name; either way with the same message, drop class and stage."""
-
-    status: int = 0
-    code: str = ""
 
 
 _BUILTIN = {cls.__name__: cls for cls in (ValueError, TypeError, RuntimeError)}

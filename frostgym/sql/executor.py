@@ -8,16 +8,16 @@ and ``PRAGMA query_only=0`` undoes ``query_only``. So every connection also has:
   length and SQL length;
 - a progress handler that interrupts the query at a monotonic deadline (it is
   checked every ``progress_ops`` VM instructions, so a runaway recursive CTE stops
-  within about 1 ms of the deadline);
+  just past the deadline);
 - one statement per call, and at most ``max_rows + 1`` rows fetched;
 - temporary storage in memory (``PRAGMA temp_store = MEMORY``), with a bound.
 
 Temporary storage. Sorts, DISTINCT, GROUP BY, window functions and materialized
 subqueries build temporary b-trees. By default SQLite spills them to files in the
-system temp directory (unlinked at once, so invisible there): one hostile sort wrote
-475 MiB in its 1 s. In memory there is no file, but also no bound of SQLite's own:
-``cache_size`` limits neither the sorter nor in-memory b-trees (measured: a GROUP BY
-over a cross join reached 382 MiB in 1 s with ``cache_size = -1000``), and
+system temp directory (unlinked at once, so invisible there): one hostile sort can
+write hundreds of MiB within its deadline. In memory there is no file, but also no bound
+of SQLite's own: ``cache_size`` limits neither the sorter nor in-memory b-trees (a GROUP
+BY over a cross join grows far past a small ``cache_size``), and
 ``hard_heap_limit`` is process-wide, so one query would starve every other connection
 in the process. So the progress handler also stops a query whose memory grew by more
 than ``max_memory_bytes`` since it started (status ``error``). It reads SQLite's own
@@ -26,16 +26,16 @@ where that library's symbols are hidden (python-build-standalone, as uv installs
 links SQLite into libpython), the process's resident size, at most every millisecond.
 A check comes every ``progress_ops`` (250) instructions, and a row of a hostile sort
 takes several instructions and at most one value of ``max_value_bytes``, so a query
-stops a few rows past the bound: measured on the hostile sorts, groupings and
-materialized subqueries of ``tests/test_sql_faults.py``, SQLite's heap peaked at
-76 MiB and the process's resident size at +87 MiB (after the query the freed heap is
+stops a few rows past the bound: on the hostile sorts, groupings and materialized
+subqueries of ``tests/test_sql_faults.py``, SQLite's heap and the process's resident
+size both peak modestly above ``max_memory_bytes`` (after the query the freed heap is
 handed back with ``malloc_trim``). Only where neither counter can be read is the
 process-wide ``hard_heap_limit`` set, as a backstop (8 x ``max_memory_bytes``).
 
 Signals. A Python signal handler runs on the main thread when the bytecode loop next
 gets control. During a statement that is inside the progress handler or the
 authorizer, and ``sqlite3`` discards what a callback raises: the statement just
-stops, so Ctrl-C turned into a ``timeout``. A try/except inside the callback does
+stops, so Ctrl-C would turn into a ``timeout``. A try/except inside the callback does
 not help, since the handler runs at the callback's first instruction, before any
 ``try``. So a call made on the main thread runs its statement on a worker thread (one
 per process) and waits for it: a signal handler's exception (``KeyboardInterrupt``,
@@ -297,8 +297,8 @@ class SafeDatabase:
 
     def _give_back(self, query: _Query) -> None:
         """After a query that grew by more than a quarter of the bound, hand the freed
-        memory back: glibc keeps it otherwise, and the next hostile query's growth comes
-        on top (measured: process peak +280 MiB after 14 stopped queries; +87 MiB with this)."""
+        memory back: glibc keeps it otherwise, and each hostile query's growth comes on top
+        of the last, so the process's peak climbs with every stopped query."""
         trim = _malloc_trim()
         if trim is not None and query.memory_peak - query.memory_base > self.limits.max_memory_bytes // 4:
             trim()
@@ -339,8 +339,8 @@ def _off_main_thread(work: Callable[[], QueryResult], query: _Query) -> QueryRes
     """``work()`` on this process's SQL worker thread while the main thread waits: a
     signal handler's exception comes out of the wait instead of being swallowed inside a
     SQLite callback, and marks the query cancelled, so that its statement stops at the
-    next progress check (or never starts). One long-lived thread (a new one after a fork):
-    about 20 us a query, where a thread per query costs about 100 us."""
+    next progress check (or never starts). One long-lived thread (a new one after a fork),
+    because handing a query to it costs a fraction of starting a thread per query."""
     global _worker
     if _worker is None or _worker[0] != os.getpid():
         jobs: queue.SimpleQueue[_Job] = queue.SimpleQueue()

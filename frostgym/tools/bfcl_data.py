@@ -26,7 +26,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any, Literal
 
-from frostgym.core.errors import FrostgymError, UnknownTaskError
+from frostgym.core.errors import BFCLNotInstalledError, UnknownTaskError
 from frostgym.core.splits import Split
 from frostgym.core.tasks import Draft
 
@@ -68,10 +68,6 @@ UNSATISFIABLE: Mapping[str, str] = MappingProxyType(
 
 #: One gold call: ``{function name: {parameter: [allowed values...]}}`` ("" allowed = may be omitted).
 PossibleCall = Mapping[str, Mapping[str, Sequence[Any]]]
-
-
-class BFCLNotInstalledError(FrostgymError, ImportError):
-    """bfcl-eval (its data files) is not installed in this environment."""
 
 
 @dataclass(frozen=True)

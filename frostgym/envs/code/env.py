@@ -114,7 +114,7 @@ class CodeEnv(FrozenEnv):
     ) -> None:
         level_config(HumanEvalSource, level)  # none: raises for any level
         super().__init__(humaneval_source(), split=split, max_turns=max_turns, render_mode=render_mode)
-        # Only the name is checked now. The backend is resolved (and its server started) on
+        # Here only the name is checked. The backend is resolved (and its server started) on
         # the first step that runs code, so metadata commands (``frostgym list``, ``lock``)
         # and episodes that never run code need no sandbox; where none can run, that step
         # raises ``SandboxUnavailableError``, an ``infra_error`` drop.

@@ -73,11 +73,7 @@ class SQLEnv(FrozenEnv):
     """
 
     family = "sql"
-    # 1.1: info records tool_calls / tool_results. 1.2: an exploratory query past the executor's
-    # memory bound reads "Error (error): query needed more than 64 MiB of memory" (was a timeout).
-    # 1.3: info's tool_calls keep a query past the executor's length limit cut, not whole (a 50 MB
-    # <answer> made a 50 MB record; no such query ever runs).
-    env_version = "1.3.0"
+    env_version = "1.3.0"  # what each version changed: CHANGELOG.md
     limit_kwargs = frozenset({"max_result_rows", "max_result_chars"})
 
     def __init__(

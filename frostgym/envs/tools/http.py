@@ -82,7 +82,7 @@ class HTTPToolsEnv(ToolCallingEnv):
     """
 
     family = "tools"
-    env_version = "1.1.0"  # 1.1: replies and call arguments bounded (frostgym.tools.calls), too_long
+    env_version = "1.1.0"  # what each version changed: CHANGELOG.md
     source: HTTPToolsSource
 
     def __init__(

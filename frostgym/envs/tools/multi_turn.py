@@ -102,7 +102,7 @@ class MultiTurnToolsEnv(ToolCallingEnv):
     """
 
     family = "tools"
-    env_version = "1.1.0"  # 1.1: replies and call arguments bounded (frostgym.tools.calls), too_long
+    env_version = "1.1.0"  # what each version changed: CHANGELOG.md
 
     def __init__(
         self,

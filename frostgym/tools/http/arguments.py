@@ -12,13 +12,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from frostgym.core.errors import FrostgymError
+from frostgym.core.errors import ArgumentError
 
 _TYPES = {"string": (str,), "integer": (int,), "number": (int, float)}
-
-
-class ArgumentError(FrostgymError, ValueError):
-    """The arguments do not fit the schema; the message is shown to the agent."""
 
 
 def canonical_value(value: Any) -> Any:

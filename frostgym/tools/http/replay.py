@@ -31,8 +31,8 @@ from vcr.errors import CannotOverwriteExistingCassetteException
 from vcr.persisters.filesystem import FilesystemPersister
 from vcr.request import Request as VcrRequest
 
+from frostgym.core.errors import ArgumentError
 from frostgym.tools.http.apis import FAKE_API_KEY
-from frostgym.tools.http.arguments import ArgumentError
 from frostgym.tools.http.clients import TOOL_BY_NAME
 from frostgym.tools.http.transports import NetworkBlockedError, offline_client
 

@@ -66,7 +66,7 @@ class _LoopbackPool:
 
 class OfflineTransport(httpx.HTTPTransport):
     def __init__(self) -> None:
-        super().__init__(verify=False)  # never connects, so no certificates to load (30 ms)
+        super().__init__(verify=False)  # never connects, so no certificates to load (loading them is slow)
         self._pool.close()
         self._pool = _RefusingPool()  # type: ignore[assignment]
 

@@ -40,7 +40,7 @@ from frostgym.core.seeding import derive_seed
 from frostgym.core.splits import Split
 from frostgym.envs.registry import make_env
 from frostgym.envs.specs import env_kwargs_for
-from frostgym.plan import PlannedEpisode, make_plan
+from frostgym.run.plan import PlannedEpisode, make_plan
 
 Outcome = EpisodeRecord | DropRecord
 
@@ -77,7 +77,7 @@ class MemorySink:
 
 class RunnerEnv(Protocol):
     """What the runner needs of an env: a ``FrozenEnv``, or a stand-in for one that lives
-    elsewhere (``frostgym.integrations.ray_backend``). Tools, when offered, are ``env.tools``."""
+    elsewhere (``frostgym.run.ray_backend``). Tools, when offered, are ``env.tools``."""
 
     @property
     def turn(self) -> int: ...

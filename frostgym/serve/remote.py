@@ -9,7 +9,7 @@ an exception the env raised is raised here as the same class with the same messa
 
 Usage::
 
-    from frostgym.remote import make
+    from frostgym.serve.remote import make
 
     env = make("http://127.0.0.1:8000", "frostgym/Arithmetic-v0", level=1)
     observation, info = env.reset(seed=42)
@@ -32,15 +32,12 @@ import gymnasium
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
-from frostgym.core.errors import FrostgymError
+from frostgym.core.errors import RemoteConnectionError, ServedEnvError, WireError
 from frostgym.core.messages import Action, Observation
 from frostgym.core.spaces import ChatObservationSpace, TextActionSpace
 from frostgym.serve import wire
 
-
-class RemoteConnectionError(FrostgymError, ConnectionError):
-    """The server could not be reached, or the connection to it was lost (a runner files it as
-    an ``infra_error``, and retries it)."""
+__all__ = ["RemoteConnectionError", "RemoteEnv", "ServedEnvError", "make", "websocket_url"]
 
 
 def websocket_url(url: str) -> str:
@@ -59,7 +56,7 @@ class RemoteEnv(gymnasium.Env[Observation, Action]):
     """``env_id`` made with ``env_kwargs`` on the server at ``url``, stepped over one WebSocket
     session. It keeps ``FrozenEnv``'s contract (its docstring), and also has ``turn``,
     ``tools``, ``max_turns`` and ``oracle_action`` as a ``FrozenEnv`` does, so the runner can
-    play it (``frostgym.serve.backend``).
+    play it (``frostgym.run.remote_backend``).
 
     ``token``: the server's shared token; ``connect_timeout_s``: the longest wait to connect;
     ``timeout_s``: the longest wait for one answer (None: as long as the server's own deadline
@@ -173,7 +170,7 @@ def _refusal(error: InvalidStatus) -> BaseException:
     response = error.response
     try:
         body = wire.loads(bytes(response.body or b""))
-    except wire.WireError:
+    except WireError:
         body = {"status": response.status_code, "code": "", "message": response.reason_phrase}
     return wire.exception_from(body)
 

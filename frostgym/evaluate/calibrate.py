@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from frostgym.agents.base import Agent
-from frostgym.cards.run import card_config, run_to_card
 from frostgym.core.splits import parse_splits
 from frostgym.core.stats import Interval, wilson_interval
 from frostgym.envs.registry import make_env
 from frostgym.envs.specs import EnvSpec
-from frostgym.runner import RunOptions
+from frostgym.evaluate.run_to_card import card_config, run_to_card
+from frostgym.run.runner import RunOptions
 
 #: The pass rate a calibration looks for by default: where a benchmark separates models
 #: best, and in the middle of the band where RL has a signal.

@@ -3,7 +3,7 @@
 A plan is a pure function of the run's identity (envs, split, task count, samples,
 seed, env options), so a resumed run can recompute it and prove it is finishing the
 same run, and a card lists what was promised, not only what happened. The runner plays
-a plan and the card records it, so the plan sits below both (``frostgym.runner`` never
+a plan and the card records it, so the plan sits below both (``frostgym.run.runner`` never
 imports ``frostgym.cards``).
 """
 
@@ -52,10 +52,9 @@ class PlannedEpisode:
     def to_dict(self) -> dict[str, Any]:
         """The entry ``card.json`` holds for this episode: the fields in (sorted) order, the
         sequences as lists (orjson encodes the episode itself to the same JSON, which is
-        how a card writes its plan). A copy of ``__dict__`` rather than
-        ``dataclasses.asdict`` (which deep-copies: ~30 us an entry) or a dict spelled out
-        (~1.1 us): a card's plan is turned into entries at its close, 10,000 of them on a
-        large run."""
+        how a card writes its plan). A copy of ``__dict__``, which is faster than
+        ``dataclasses.asdict`` (it deep-copies) or a dict spelled out: a card's
+        plan is turned into entries at its close, 10,000 of them on a large run."""
         entry = self.__dict__.copy()
         entry["seed_derivation"] = list(self.seed_derivation)
         entry["tags"] = list(self.tags)
@@ -142,7 +141,7 @@ def make_plan(
     may name several splits separated by commas: each env then plays ``episodes`` tasks of
     each, in the order given. Each env is made with ``env_kwargs`` and then its own
     ``env_options`` (``RunOptions``). ``exclude`` maps an env id to task ids it never plays
-    (``frostgym.exclusions``): its tasks are chosen among the others. With ``twins`` each
+    (``frostgym.evaluate.exclusions``): its tasks are chosen among the others. With ``twins`` each
     chosen task is followed by its twin (``TaskSource.twin``: id ``<task id>~twin``), its
     samples seeded alike; ``ValueError`` for an env whose tasks have none."""
     if samples < 1 or (episodes is not None and episodes < 1):

@@ -3,14 +3,14 @@
 Single-turn families (the math ids, Code-v0, Tools-v0)::
 
     from trl import GRPOConfig, GRPOTrainer
-    from frostgym.integrations.trl import env_dataset, reward_functions
+    from frostgym.train.trl import env_dataset, reward_functions
 
     data = env_dataset("frostgym/Math-v0", split="train", n=512, seed=0)
     trainer = GRPOTrainer(model, reward_funcs=reward_functions("frostgym/Math-v0"), train_dataset=data, args=...)
 
 ``env_dataset`` builds conversational prompts (the env's reset observation) with the
 columns ``task_id``, ``episode_seed`` and ``split``; tasks and seeds come from
-``frostgym.plan.make_plan`` (one sample per task), the same derivation an eval
+``frostgym.run.plan.make_plan`` (one sample per task), the same derivation an eval
 card uses. ``reward_functions`` returns one function per grade component
 (``frostgym_correctness``, ``frostgym_format``, ...) and one for the total score
 (``frostgym_score``). Each resets a private env on the row's task and steps the
@@ -39,21 +39,17 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, cast
 
 from frostgym.core.env import FrozenEnv
-from frostgym.core.errors import FrostgymError
+from frostgym.core.errors import FrostgymError, MultiTurnNotSupportedError
 from frostgym.core.splits import Split
-from frostgym.curriculum import CurriculumSampler
 from frostgym.envs.registry import make_env
-from frostgym.plan import make_plan
+from frostgym.run.plan import make_plan
+from frostgym.train.curriculum import CurriculumSampler
 
 RewardFunc = Callable[..., list[float | None]]
 
 #: Multi-turn ids with an ``environment_factory`` here.
 TOOL_ENVS = ("frostgym/SQL-v0",)
 PREFIX = "frostgym_"
-
-
-class MultiTurnNotSupportedError(FrostgymError, ValueError):
-    """The env needs tool results between turns, which this integration does not provide."""
 
 
 def env_dataset(env_id: str, *, split: Split = "train", n: int, seed: int, **env_kwargs: Any) -> Any:
@@ -288,7 +284,7 @@ def curriculum_dataset(sampler: CurriculumSampler, *, batch: int = 8) -> Any:
     ``shuffle_dataset=False``, and pass the same sampler to ``reward_functions(...,
     curriculum=sampler)`` so each batch's rewards move the curriculum. The loader reads
     ahead, so a move shows a batch or two later; the tasks are still a function of the
-    seed and the rewards so far (``frostgym.curriculum``)."""
+    seed and the rewards so far (``frostgym.train.curriculum``)."""
     from datasets import IterableDataset  # type: ignore[import-untyped,unused-ignore]
 
     def rows() -> Any:

@@ -17,13 +17,14 @@ import orjson
 
 from frostgym.agents.replay import ReplayAgent
 from frostgym.cards.card import load_card
-from frostgym.cards.run import execution_config, run_options, run_to_card
-from frostgym.cards.store import CardCorruptError, dumps_line, write_json_atomic
+from frostgym.cards.store import dumps_line, write_json_atomic
 from frostgym.core.env import FrozenEnv
 from frostgym.core.episode import EPISODE_INFO_KEYS, EpisodeRecord, ObservationDelta, split_step_info
+from frostgym.core.errors import CardCorruptError
 from frostgym.envs.registry import make_env
-from frostgym.plan import PlannedEpisode
-from frostgym.runner import RunOptions
+from frostgym.evaluate.run_to_card import execution_config, run_options, run_to_card
+from frostgym.run.plan import PlannedEpisode
+from frostgym.run.runner import RunOptions
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ so far, and ``CurriculumSampler`` draws each task from a generator derived from 
 seed, the level and how many tasks that level has served (``derive_generator``), never
 from global randomness. The same seed and the same history give the same tasks.
 
-Used by ``frostgym.integrations.trl.curriculum_dataset`` (a streaming dataset for TRL's
+Used by ``frostgym.train.trl.curriculum_dataset`` (a streaming dataset for TRL's
 GRPO whose rewards feed the curriculum back) and by anything that resets envs itself
 (vector envs: ``CurriculumSampler.next`` gives the level, task id and seed to reset with).
 """

@@ -1,6 +1,6 @@
 """The runner's remote backend: envs live on a ``frostgym serve`` server, the agent stays here.
 
-Why: as with Ray (``frostgym.integrations.ray_backend``), only where the envs live changes.
+Why: as with Ray (``frostgym.run.ray_backend``), only where the envs live changes.
 The runner still batches agent calls across episodes and decides retries, drops and the order
 outcomes are written in, so a card played through ``frostgym eval --backend remote`` equals the
 local one except its timings and hosts. Every env the runner asks for is one ``RemoteEnv`` (one
@@ -28,10 +28,10 @@ from typing import Any, SupportsFloat, TypeVar
 
 import httpx
 
-from frostgym.core.errors import BackendLostError
+from frostgym.core.errors import BackendLostError, RemoteConnectionError
 from frostgym.core.messages import Action, Observation
 from frostgym.core.splits import Split
-from frostgym.serve.client import RemoteConnectionError, RemoteEnv
+from frostgym.serve.remote import RemoteEnv
 
 T = TypeVar("T")
 #: How a lost connection is told from a lost server: this many ``/health`` probes, this far apart.
@@ -41,7 +41,7 @@ PROBE_TIMEOUT_S = 5.0
 
 
 class RemoteEnvs:
-    """An ``EnvBackend`` (``frostgym.runner``) on the server at ``address``. Use ``connect``."""
+    """An ``EnvBackend`` (``frostgym.run.runner``) on the server at ``address``. Use ``connect``."""
 
     def __init__(self, address: str, health: Mapping[str, Any], *, token: str | None = None, threads: int = 16) -> None:
         if threads < 1:

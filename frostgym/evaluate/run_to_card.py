@@ -10,9 +10,9 @@ from frostgym.agents.base import Agent
 from frostgym.cards.card import CardWriter
 from frostgym.cards.provenance import describe_envs, git_info, host_info, package_versions
 from frostgym.cards.views import default_ks
-from frostgym.exclusions import excluded_tasks
-from frostgym.plan import PlannedEpisode, make_plan
-from frostgym.runner import EnvBackend, Outcome, RunOptions, run_plan
+from frostgym.evaluate.exclusions import excluded_tasks
+from frostgym.run.plan import PlannedEpisode, make_plan
+from frostgym.run.runner import EnvBackend, Outcome, RunOptions, run_plan
 
 
 def card_config(
@@ -36,7 +36,7 @@ def card_config(
 
     ``env_options`` (each env's own arguments) is in the identity only when there are some,
     so a card made without them reads and resumes as cards did before they existed; so is
-    ``excluded``, the tasks the plan leaves out (``frostgym.exclusions.identity_record``),
+    ``excluded``, the tasks the plan leaves out (``frostgym.evaluate.exclusions.identity_record``),
     and ``twins`` (each task is played with its twin, ``make_plan``), only when true."""
     identity: dict[str, Any] = {
         "env_ids": list(env_ids),

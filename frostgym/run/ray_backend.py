@@ -1,6 +1,6 @@
 """A Ray backend for the runner: envs live in Ray actors, the agent stays in the driver.
 
-The runner's logic does not change (``frostgym.runner``): it still batches agent calls
+The runner's logic does not change (``frostgym.run.runner``): it still batches agent calls
 across episodes, decides retries, drops and the order outcomes are written in. Only the
 envs move. ``RayEnvs`` is an ``EnvBackend``: every env the runner asks for is a
 ``RemoteEnv`` stand-in bound to one slot of one ``EnvWorker`` actor, which holds the real
@@ -57,8 +57,7 @@ from typing import Any, SupportsFloat, TypeVar
 import ray
 
 from frostgym.core.env import FrozenEnv
-from frostgym.core.episode import DropClass, Stage
-from frostgym.core.errors import BackendLostError, BackendRefusedError, FrostgymError
+from frostgym.core.errors import BackendLostError, BackendRefusedError, RemoteEnvError
 from frostgym.core.messages import Action, Observation
 from frostgym.core.splits import Split
 from frostgym.envs.registry import make_env
@@ -79,18 +78,6 @@ DEFAULT_TOKEN_FILE = Path("~/.ray/auth_token")
 # address (with it at 1, Ray's default on Linux, 127.0.0.1 means the machine's interface
 # address) and every Ray process listens on loopback only.
 ONE_MACHINE = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
-
-
-class RemoteEnvError(FrostgymError, RuntimeError):
-    """An env exception that could not travel back as itself (it does not pickle). It keeps
-    the original's drop class and stage, so the runner classifies it the same way."""
-
-    def __init__(self, message: str, drop_class: DropClass | None, stage: Stage | None) -> None:
-        super().__init__(message)
-        if drop_class is not None:
-            self.drop_class = drop_class
-        if stage is not None:
-            self.stage = stage
 
 
 @dataclass(frozen=True)
@@ -185,7 +172,7 @@ class EnvWorker:
 
 
 class RemoteEnv:
-    """The runner's handle on one env slot of one actor (``frostgym.runner.RunnerEnv``);
+    """The runner's handle on one env slot of one actor (``frostgym.run.runner.RunnerEnv``);
     its calls go through ``envs.get``, which tells a dead actor from a lost cluster."""
 
     def __init__(self, envs: RayEnvs, actor: Any, slot: int, state: EnvState | None = None) -> None:

@@ -30,15 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from frostgym.contamination.report import ContaminationInputError, contaminated_in
-from frostgym.core.errors import FrostgymError, UnknownTaskError
+from frostgym.contamination.report import contaminated_in
+from frostgym.core.errors import ContaminationInputError, ExclusionError, UnknownTaskError
 from frostgym.core.splits import parse_splits
 from frostgym.envs.registry import make_env
-
-
-class ExclusionError(FrostgymError, ValueError):
-    """An exclusion file that cannot be read, or names a task its env does not have."""
-
 
 #: What ``resolve`` does with unknown entries: refuse the file, or return them to be warned of.
 UnknownPolicy = Literal["error", "warn"]

@@ -87,6 +87,7 @@ def _empty_texts(space: TextActionSpace, n: int = 1, fn: Callable[..., Any] = np
 def sub_env_seeds(seed: int, num_envs: int) -> list[int]:
     """The reset seed of each sub-env for batch seed ``seed``: a hash of ``(seed, index)``,
     so nearby batch seeds never share an episode (unlike Gymnasium's ``seed + index``)."""
+    # A frozen seed label, not a module path: changing it reseeds every vector env.
     return [derive_seed("frostgym.vector", seed, i) for i in range(num_envs)]
 
 
@@ -178,7 +179,7 @@ class FrozenAsyncVectorEnv(_FrozenVectorMixin, AsyncVectorEnv):
 
 
 def _make_env(env_id: str, env_kwargs: dict[str, Any]) -> gymnasium.Env[Any, Any]:
-    # Module level (picklable by reference): a spawned worker imports frostgym.vector, and
+    # Module level (picklable by reference): a spawned worker imports frostgym.train.vector, and
     # importing any frostgym module runs ``frostgym/__init__``, which registers the ids.
     return gymnasium.make(env_id, **env_kwargs)
 

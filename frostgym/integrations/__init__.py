@@ -1,1 +1,0 @@
-"""Adapters that plug frostgym envs into third-party training libraries."""
