@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 EVAL_OUT ?= runs/eval
-# openenv-core's client, which tests/test_serve.py drives the server with, and what it imports: its package
+# openenv-core's client, which tests/serve/test_serve.py drives the server with, and what it imports: its package
 # imports its own server, which imports fastmcp (a plain install of openenv-core pulls 47 packages, gradio too).
 OPENENV_CLIENT := openenv-core==0.3.0 fastmcp==4.2.3 fastmcp-slim==4.2.3 mcp==2.3.0 mcp-types==2.3.0 \
 	py-key-value-aio==0.5.0 beartype==0.23.1 cachetools==8.0.2 pydantic-settings==2.16.3 sse-starlette==3.7.0 \
@@ -14,7 +14,7 @@ MATH_L1 := frostgym/Arithmetic-v0[level=1],frostgym/Fractions-v0[level=1],frostg
 # report and the closing headline (`frostgym headline`: pass@1 per env and level beside the ceiling) show them.
 EVAL_CARDS = $(EVAL_OUT)/smollm2-math $(EVAL_OUT)/smollm2-sql $(EVAL_OUT)/smollm2-code $(EVAL_OUT)/smollm2-tools $(EVAL_OUT)/smollm2-tools-http $(EVAL_OUT)/oracle $(EVAL_OUT)/oracle-sql $(EVAL_OUT)/oracle-code $(EVAL_OUT)/oracle-tools
 
-.PHONY: install eval test lint typecheck pytest bench clean
+.PHONY: install eval test test-fast lint typecheck pytest bench clean
 
 # Last, bytecode for frostgym's own modules, which an editable install leaves out: where
 # PYTHONDONTWRITEBYTECODE is set (CI), every process frostgym starts (a large card's read-back
@@ -59,6 +59,10 @@ typecheck: $(STAMP)
 
 pytest: $(STAMP)
 	$(BIN)/python -m pytest -n 2 -q
+
+# The inner loop: every test but those marked slow (pyproject.toml's pytest markers); no lint, no type check.
+test-fast: $(STAMP)
+	$(BIN)/python -m pytest -n 2 -q -m "not slow"
 
 test: lint typecheck pytest
 

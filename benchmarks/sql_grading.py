@@ -1,13 +1,17 @@
-"""SQL grading throughput and verdicts: frostgym's ``grade_sql`` next to a SkyRL-style grader, in one process.
+"""SQL grading from the reply text: what ``SQLEnv`` pays per final answer, next to a SkyRL-style grader.
 
-Both graders see the same tasks (every hand-written task from ``load_handwritten()``) and the same predictions:
+Both graders see the same tasks (every hand-written task from ``load_handwritten()``, as the env's own ``Task``
+objects) and the same predictions:
 
 1. the gold query itself (both graders should accept it);
 2. deterministic wrong rewrites of the gold query (see ``PERTURBATIONS``), each kept only when it runs without
    error and its rows, as a list with duplicates, differ from the gold's.
 
-frostgym's grader gets ``<think>...</think><answer>SQL</answer>``; the SkyRL-style grader gets the same reasoning
-and SQL as ``<think>...</think><solution>SQL</solution>``, the format skyrl-gym's SQL env reads.
+frostgym's env gets ``<think>...</think><answer>SQL</answer>`` and grades it the way a user's final turn is
+graded: ``SQLEnv.respond`` (the answer block found outside the reasoning, then ``grade_sql`` under
+``call_grader`` on the shared read-only connection). The SkyRL-style grader gets the same reasoning and SQL as
+``<think>...</think><solution>SQL</solution>``, the format skyrl-gym's SQL env reads, and goes from that text
+to its reward.
 
 The SkyRL-style grader re-implements what skyrl-gym's text-to-SQL env does (``skyrl_gym/envs/sql/utils.py``):
 check the ``<solution>`` format, then run the predicted and the gold query one after the other, each in its own
@@ -15,24 +19,29 @@ thread with a timeout (``func_timeout``), on a new read-write ``sqlite3.connect(
 ``BEGIN TRANSACTION`` / ``rollback``, and reward 1 when ``frozenset(predicted rows) == frozenset(gold rows)``.
 It runs on copies of the database files in a temporary directory, never on frostgym's cache files.
 
-frostgym caches each gold result per (database, query), so it is timed three ways: warm (cache filled),
-cold (cache cleared before each timed pass: each task's gold runs once per pass, for its first prediction)
-and uncached (cache cleared before every call, so the gold runs on every call, as SkyRL's does).
-Each grader is warmed up with one untimed pass (which also records its verdicts), then timed with
-``time.perf_counter`` over all pairs with the garbage collector off, in ``--repeats`` rounds (default 5) that
-each time every grader once, in turn; each grader's best pass is kept. A reference row times running the
-prediction alone on a persistent connection (no grading), the floor under every grader.
+frostgym keeps each gold result per (database, query) for the life of the process, so it is timed two ways:
+**cold**, the cache emptied before every reply (each reply is the first graded for its task, as in an eval with
+one sample per task: the gold runs on every call, as SkyRL's always does; the like-for-like row), and **warm**,
+every gold result already there (the later samples of a GRPO group, pass@k, a second epoch). A reference row,
+not a grader, times running the prediction alone on a persistent connection: the floor under every grader.
+The script also says, by prediction kind, where the cold row is slower than SkyRL-style, and why.
 
-Run from the repository root: ``python benchmarks/sql_grading.py [--quick] [--json PATH]``.
+Timing: one untimed pass per method (which records its verdicts), then ``--repeats`` rounds (default 5), each
+timing one pass of every method in turn over all pairs with the garbage collector off; a method's figure is
+the median of its passes (the best and every pass are in the JSON).
+
+Run from the repository root: ``python benchmarks/sql_grading.py [--quick] [--repeats N] [--json PATH]``.
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import os
 import re
 import shutil
 import sqlite3
+import statistics
 import sys
 import tempfile
 import threading
@@ -46,13 +55,16 @@ from typing import Any
 from bench_common import format_table, machine_info, ratio_phrase, write_json
 
 import frostgym.graders.sql_execution as sql_execution
-from frostgym.envs.sql.tasks import load_handwritten
-from frostgym.graders.sql_execution import grade_sql
+from frostgym.core.splits import Split
+from frostgym.core.tasks import Task
+from frostgym.envs.sql.env import SQLEnv
+from frostgym.envs.sql.tasks import load_handwritten, sql_source
 from frostgym.sql.connections import shared_database
 from frostgym.sql.databases import database_path
 from frostgym.sql.statements import Token, mask, top_level_tokens
 
 QUICK_TASKS = 50
+DISAGREEMENTS_KEPT = 10  # examples per kind in the JSON (the counts are in its verdicts)
 DEFAULT_REPEATS = 5
 THINK = "<think>I look up the schema and write the query.</think>\n"
 REFERENCE_TIMEOUT_S = 5.0  # for running candidate rewrites while building the predictions (untimed)
@@ -261,6 +273,7 @@ class Pair:
     gold_sql: str
     kind: str
     sql: str
+    task: Task  # the env's own task object, what ``SQLEnv.respond`` is handed
     frostgym_reply: str
     skyrl_reply: str
     skyrl_db_file: str
@@ -299,8 +312,22 @@ class ReferenceDB:
             return None
 
 
+HANDWRITTEN_SPLITS: tuple[Split, ...] = ("dev", "test", "private")
+
+
+def env_tasks() -> dict[tuple[str, str], Task]:
+    """The env's hand-written tasks by (database, id): they are the dev, test and private splits."""
+    source = sql_source()
+    return {
+        (str(t.metadata["database"]), str(t.metadata["id"])): t
+        for split in HANDWRITTEN_SPLITS
+        for t in source.tasks(split)
+    }
+
+
 def build_workload(n_tasks: int | None, tmp: Path) -> Workload:
     drafts = load_handwritten()
+    tasks = env_tasks()
     if n_tasks is not None:
         drafts = drafts[:n_tasks]
     names = sorted({str(d.metadata["database"]) for d in drafts})
@@ -319,6 +346,8 @@ def build_workload(n_tasks: int | None, tmp: Path) -> Workload:
             why = "gold fails in sqlite3" if gold_rows is None else f"gold fails in frostgym: {checked.status}"
             work.skipped.append({"task_id": task_id, "reason": why})
             continue
+        if tasks[(name, task_id)].answer != gold:
+            raise AssertionError(f"{task_id}: the env's task holds another gold query than the task file")
         work.tasks += 1
         candidates: list[tuple[str, str]] = [("gold", gold)]
         for kind, (rewrite, _) in PERTURBATIONS.items():
@@ -345,6 +374,7 @@ def build_workload(n_tasks: int | None, tmp: Path) -> Workload:
                     gold_sql=d.answer,  # the task's own string: frostgym caches its gold result under it
                     kind=kind,
                     sql=sql,
+                    task=tasks[(name, task_id)],
                     frostgym_reply=f"{THINK}<answer>{sql}</answer>",
                     skyrl_reply=f"{THINK}<solution>{sql}</solution>",
                     skyrl_db_file=str(copies[name]),
@@ -356,16 +386,6 @@ def build_workload(n_tasks: int | None, tmp: Path) -> Workload:
 
 
 # -- graders on pairs --------------------------------------------------------------------------------------------
-
-
-def frostgym_accepts(p: Pair) -> bool:
-    grade = grade_sql(p.frostgym_reply, p.gold_sql, shared_database(p.database))
-    return bool(grade.details["status"] == "match")
-
-
-def frostgym_uncached_accepts(p: Pair) -> bool:
-    sql_execution._gold_cache.clear()
-    return frostgym_accepts(p)
 
 
 def skyrl_accepts(p: Pair) -> bool:
@@ -400,26 +420,33 @@ class Method:
     reference: bool = False  # not a grader: timed, but left out of the verdicts
 
 
-def clear_gold_cache() -> None:
-    sql_execution._gold_cache.clear()
-
-
-FROSTGYM = "frostgym grade_sql, warm (gold cached)"
+COLD = "frostgym SQLEnv.respond, cold (gold run per reply)"
+WARM = "frostgym SQLEnv.respond, warm (gold cached)"
 SKYRL = "SkyRL-style (thread + new read-write connection per query)"
 BARE = "reference: sqlite3 execute prediction only"
+FROSTGYM = COLD  # the like-for-like row: its verdicts are the ones compared (the cache changes none)
 
 
 def make_methods(bare: BareExecutor, pairs: Sequence[Pair]) -> tuple[Method, ...]:
-    def fill_gold_cache() -> None:  # the other frostgym passes leave it empty or partly filled
+    env = SQLEnv()
+    respond = env.respond
+    cache = sql_execution._gold_cache
+
+    def warm(p: Pair) -> bool:
+        grade = respond(p.task, p.frostgym_reply, 0, True).grade
+        return grade is not None and grade.details["status"] == "match"
+
+    def cold(p: Pair) -> bool:
+        cache.clear()  # well under a microsecond on a one-entry dict
+        return warm(p)
+
+    def fill_gold_cache() -> None:  # the cold pass leaves it holding one entry
         for p in pairs:
-            sql_execution.gold_result(shared_database(p.database), p.gold_sql)
+            sql_execution.gold_result(shared_database(p.database), p.task.answer)
 
     return (
-        Method(FROSTGYM, "frostgym warm", frostgym_accepts, fill_gold_cache),
-        Method(
-            "frostgym grade_sql, cold (cache cleared per pass)", "frostgym cold", frostgym_accepts, clear_gold_cache
-        ),
-        Method("frostgym grade_sql, uncached (cleared per call)", "frostgym uncached", frostgym_uncached_accepts),
+        Method(COLD, "frostgym cold", cold),
+        Method(WARM, "frostgym warm", warm, fill_gold_cache),
         Method(SKYRL, "SkyRL-style", skyrl_accepts),
         Method(BARE, "bare execute", bare, reference=True),
     )
@@ -429,17 +456,27 @@ def make_methods(bare: BareExecutor, pairs: Sequence[Pair]) -> tuple[Method, ...
 class Timing:
     method: str
     pairs: int
-    best_s: float
     runs_s: list[float]
-    per_kind_best_s: dict[str, float]
+    per_kind_runs_s: dict[str, list[float]]
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.runs_s)
+
+    @property
+    def best_s(self) -> float:
+        return min(self.runs_s)
 
     @property
     def us_per_query(self) -> float:
-        return self.best_s / self.pairs * 1e6
+        return self.median_s / self.pairs * 1e6
 
     @property
     def queries_per_s(self) -> float:
-        return self.pairs / self.best_s
+        return self.pairs / self.median_s
+
+    def kind_us(self, kind: str, n: int) -> float:
+        return statistics.median(self.per_kind_runs_s[kind]) / n * 1e6
 
 
 def timed_pass(grader: Grader, pairs: Sequence[Pair]) -> tuple[float, dict[str, float]]:
@@ -462,22 +499,18 @@ def timed_pass(grader: Grader, pairs: Sequence[Pair]) -> tuple[float, dict[str, 
 
 def bench(methods: Sequence[Method], pairs: Sequence[Pair], repeats: int) -> list[Timing]:
     """``repeats`` rounds; each round times one pass of every method in turn, so that a burst of load from
-    elsewhere on the machine hits all methods alike. The best pass of each method is kept."""
+    elsewhere on the machine hits all methods alike. Each method's median pass is its figure."""
     runs: dict[str, list[float]] = {m.name: [] for m in methods}
-    kinds: dict[str, list[dict[str, float]]] = {m.name: [] for m in methods}
+    kinds: dict[str, dict[str, list[float]]] = {m.name: {k: [] for k in KINDS} for m in methods}
     for _ in range(repeats):
         for m in methods:
             if m.before_pass is not None:
                 m.before_pass()
             total, per_kind = timed_pass(m.grader, pairs)
             runs[m.name].append(total)
-            kinds[m.name].append(per_kind)
-    return [
-        Timing(
-            m.name, len(pairs), min(runs[m.name]), runs[m.name], {k: min(r[k] for r in kinds[m.name]) for k in KINDS}
-        )
-        for m in methods
-    ]
+            for k, seconds in per_kind.items():
+                kinds[m.name][k].append(seconds)
+    return [Timing(m.name, len(pairs), runs[m.name], kinds[m.name]) for m in methods]
 
 
 # -- report ------------------------------------------------------------------------------------------------------
@@ -502,23 +535,23 @@ def timing_table(timings: Sequence[Timing]) -> str:
             str(t.pairs),
             f"{t.us_per_query:,.1f}",
             f"{t.queries_per_s:,.0f}",
-            f"{t.best_s / skyrl.best_s:.2f}x",
-            f"{skyrl.best_s / t.best_s:.1f}x",
+            f"{t.median_s / skyrl.median_s:.2f}x",
+            f"{skyrl.median_s / t.median_s:.2f}x",
         ]
         for t in timings
     ]
-    headers = ["grader", "queries", "us/query", "queries/s", "time vs SkyRL", "speed-up vs SkyRL"]
+    headers = ["from the reply text", "replies", "us/reply", "replies/s", "time vs SkyRL", "speed vs SkyRL"]
     return format_table(headers, body, [False, True, True, True, True, True])
 
 
 def per_kind_table(timings: Sequence[Timing], counts: Counter[str], methods: Sequence[Method]) -> str:
     short = {m.name: m.short for m in methods}
     body = [
-        [kind, str(counts[kind]), *(f"{t.per_kind_best_s[kind] / counts[kind] * 1e6:,.1f}" for t in timings)]
+        [kind, str(counts[kind]), *(f"{t.kind_us(kind, counts[kind]):,.1f}" for t in timings)]
         for kind in KINDS
         if counts[kind]
     ]
-    headers = ["kind", "queries", *(f"{short[t.method]} us" for t in timings)]
+    headers = ["kind", "replies", *(f"{short[t.method]} us" for t in timings)]
     return format_table(headers, body, [False, True, *(True for _ in timings)])
 
 
@@ -572,27 +605,39 @@ def disagreement_examples(pairs: Sequence[Pair], verdicts: dict[str, list[bool]]
     return out
 
 
-def summary_lines(timings: Sequence[Timing]) -> list[str]:
+def summary_lines(timings: Sequence[Timing], counts: Counter[str]) -> list[str]:
+    """Each frostgym row against SkyRL-style, faster or slower; what each grader adds to the bare query; and,
+    by prediction kind, where the cold row is slower than SkyRL-style, with the reason."""
     by_name = {t.method: t for t in timings}
-    skyrl, bare = by_name[SKYRL], by_name[BARE]
-    out = []
-    for t in timings:
-        if t.method.startswith("frostgym"):
-            out.append(
-                f"{t.method}: {t.us_per_query:,.1f} us/query, {ratio_phrase(t.best_s / skyrl.best_s)} SkyRL-style"
-            )
-    for t in (by_name[FROSTGYM], skyrl):
+    skyrl, bare, cold = by_name[SKYRL], by_name[BARE], by_name[COLD]
+    out = [
+        f"{t.method}: {t.us_per_query:,.1f} us/reply, {ratio_phrase(t.median_s / skyrl.median_s)} SkyRL-style "
+        f"({skyrl.us_per_query:,.1f} us)"
+        for t in (cold, by_name[WARM])
+    ]
+    for t in (cold, by_name[WARM], skyrl):
         out.append(
-            f"{t.method}: {t.us_per_query - bare.us_per_query:,.1f} us/query above running the prediction alone "
+            f"{t.method}: {t.us_per_query - bare.us_per_query:,.1f} us/reply above running the prediction alone "
             f"({bare.us_per_query:,.1f} us)"
         )
+    kinds = [k for k in KINDS if counts[k]]
+    slower = [k for k in kinds if cold.kind_us(k, counts[k]) > skyrl.kind_us(k, counts[k])]
+    faster = [k for k in kinds if k not in slower]
+    out.append(
+        f"cold is slower than SkyRL-style on {', '.join(slower) or 'no kind'} "
+        f"and faster on {', '.join(faster) or 'none'}: "
+        "each of its two queries runs under the executor's bounds (a Python progress callback every "
+        "ExecutionLimits.progress_ops SQLite instructions for the deadline, memory and Ctrl-C, the authorizer, the "
+        "hand-off to the SQL worker thread), a cost that grows with the query's work, while SkyRL-style pays a "
+        "fixed cost per query (a new connection that reads the schema, a new thread)"
+    )
     return out
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help=f"only the first {QUICK_TASKS} tasks")
-    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="timed runs per grader, best kept")
+    parser.add_argument("--repeats", type=int, default=DEFAULT_REPEATS, help="timed passes per grader, median kept")
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write the results as JSON here")
     args = parser.parse_args(argv)
     if args.repeats < 1:
@@ -600,10 +645,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     started = time.perf_counter()
     machine = machine_info(("frostgym",))
-    print(f"frostgym {machine['versions']['frostgym']} SQL grading: grade_sql vs a SkyRL-style grader, one process")
+    load = os.getloadavg()
+    print(
+        f"frostgym {machine['versions']['frostgym']} SQL grading: SQLEnv.respond vs a SkyRL-style grader, one process"
+    )
     print(
         f"machine: {machine['cpu_model']}, {machine['cpu_count']} cores, {machine['implementation']} "
-        f"{machine['python']}, SQLite {machine['sqlite']}; best of {args.repeats} runs"
+        f"{machine['python']}, SQLite {machine['sqlite']}; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}; "
+        f"median of {args.repeats} passes"
     )
 
     with tempfile.TemporaryDirectory(prefix="frostgym-sql-bench-") as tmpdir:
@@ -631,16 +680,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         bare.close()
         sql_execution._gold_cache.clear()
 
-    for m in methods:  # the gold cache does not change verdicts
-        if m.name.startswith("frostgym") and verdicts[m.name] != verdicts[FROSTGYM]:
-            raise AssertionError(f"{m.name} gave different verdicts than {FROSTGYM}")
+    if verdicts[WARM] != verdicts[COLD]:
+        raise AssertionError("the gold cache changed a verdict")
 
-    print("\nThroughput over all pairs (time vs SkyRL = time ratio, <1 = faster):\n")
+    print("\nFrom the reply text to the verdict, median pass (time vs SkyRL: <1 = faster):\n")
     print(timing_table(timings))
-    print("\nus/query by prediction kind (best run per kind; the cold pass pays each gold for the 'gold' row):\n")
+    print("\nus/reply by prediction kind (median pass per kind):\n")
     print(per_kind_table(timings, counts, methods))
     print()
-    for line in summary_lines(timings):
+    for line in summary_lines(timings, counts):
         print(line)
 
     vc = verdict_counts(pairs, verdicts)
@@ -669,19 +717,22 @@ def main(argv: Sequence[str] | None = None) -> int:
             "pairs_per_kind": dict(counts),
             "repeats": args.repeats,
             "machine": machine,
+            "load_average": load,
             "predictions": {k: asdict(s) for k, s in work.stats.items()},
             "timings": [
                 {
                     **asdict(t),
-                    "us_per_query": t.us_per_query,
-                    "queries_per_s": t.queries_per_s,
-                    "time_vs_skyrl": t.best_s / skyrl.best_s,
+                    "median_s": t.median_s,
+                    "best_s": t.best_s,
+                    "us_per_reply": t.us_per_query,
+                    "replies_per_s": t.queries_per_s,
+                    "time_vs_skyrl": t.median_s / skyrl.median_s,
                 }
                 for t in timings
             ],
-            "summary": summary_lines(timings),
+            "summary": summary_lines(timings, counts),
             "verdicts": vc,
-            "disagreements": examples,
+            "disagreements": {kind: exs[:DISAGREEMENTS_KEPT] for kind, exs in examples.items()},
             "wall_time_s": elapsed,
         }
         write_json(args.json, payload)

@@ -1,5 +1,5 @@
 """Two cards of one plan are equal except their timings and hosts: what the Ray and remote
-backends are held to against the local one (tests/test_ray_backend.py, tests/test_remote_backend.py)."""
+backends are held to against the local one (tests/run/test_ray_backend.py, tests/run/test_remote_backend.py)."""
 
 from __future__ import annotations
 

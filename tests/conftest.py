@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import gymnasium
@@ -40,3 +41,18 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         for name, value in getattr(report, "user_properties", []):
             if name == "adversarial_report" and report.when == "call":
                 terminalreporter.write_line(str(value))
+
+
+#: How a module says every test in it is slow.
+WHOLE_MODULE_SLOW = "\npytestmark = pytest.mark.slow\n"
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Under exactly ``-m "not slow"`` (``make test-fast``), a module whose every test is slow
+    is not imported at all: several import torch, Ray, hypothesis or a browser driver, seconds
+    in every worker for tests the expression deselects anyway."""
+    if config.getoption("markexpr") != "not slow" or not collection_path.name.startswith("test_"):
+        return None
+    if collection_path.suffix != ".py":
+        return None
+    return True if WHOLE_MODULE_SLOW in collection_path.read_text(encoding="utf-8") else None

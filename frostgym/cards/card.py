@@ -29,7 +29,7 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal, NoReturn
@@ -54,12 +54,23 @@ from frostgym.cards.store import (
     parse_jsonl,
     read_json,
     read_jsonl,
+    stream_jsonl,
     write_atomic,
     write_json_atomic,
     write_synced,
 )
 from frostgym.cards.tally import Tally, check_ids, excluded_count
-from frostgym.core.episode import Drop, DropRecord, EpisodeRecord, Record, RecordHead, drop_record, head_from_line
+from frostgym.core.episode import (
+    Drop,
+    DropRecord,
+    EpisodeRecord,
+    Record,
+    RecordHead,
+    RecordKind,
+    drop_record,
+    head_from_line,
+    record_problem,
+)
 from frostgym.core.errors import CardCorruptError, CardLockedError, CardMismatchError
 from frostgym.run.plan import SEEDING, PlannedEpisode, plan_json_and_sha256
 from frostgym.version import __version__
@@ -729,6 +740,44 @@ def load_card(directory: Path, *, verify: bool = True) -> tuple[dict[str, Any], 
     plan_ids = {p["plan_id"] for p in card["plan"]["episodes"]}
     check_ids([r.plan_id for r in episodes.records] + [r.plan_id for r in drops.records], plan_ids)
     return card, episodes.records, drops.records
+
+
+def stream_records(
+    directory: Path, card: Mapping[str, Any], plan_ids: Container[str]
+) -> Iterator[tuple[RecordKind, bytes, dict[str, Any]]]:
+    """Every record of the closed card in ``directory`` (``card``: its ``read_card_json``),
+    episodes then drops, in file order, as (kind, its line, the record as checked JSON data),
+    streamed (``store.stream_jsonl``): what a reader that reduces each record as it comes
+    (compare, report) reads, without building the typed trajectory. Each record is checked as
+    ``load_card`` checks it (``record_problem``), each file against its manifest, and each
+    plan id against ``plan_ids`` and the ids before it. Raises ``CardCorruptError`` naming
+    the file (and line) for any of these."""
+    seen: set[str] = set()
+    for name, kind in _KINDS.items():
+        path = directory / name
+        for line, record in stream_jsonl(path, _CHECKED[kind], card["files"].get(name)):
+            plan_id = record["plan_id"]
+            if plan_id not in plan_ids:
+                raise CardCorruptError(f"{path}: episode {plan_id!r} is not in the card's plan")
+            if plan_id in seen:
+                raise CardCorruptError(f"{path}: episode {plan_id!r} is recorded twice")
+            seen.add(plan_id)
+            yield kind, line, record
+
+
+def _checked(kind: RecordKind) -> Callable[[bytes], dict[str, Any]]:
+    def decode(line: bytes) -> dict[str, Any]:
+        data = orjson.loads(line)
+        if problem := record_problem(data, kind):
+            raise ValueError(problem)
+        record: dict[str, Any] = data
+        return record
+
+    return decode
+
+
+_KINDS: dict[str, RecordKind] = {EPISODES_FILE: "episode", DROPS_FILE: "drop"}
+_CHECKED: dict[RecordKind, Callable[[bytes], dict[str, Any]]] = {kind: _checked(kind) for kind in _KINDS.values()}
 
 
 def _episode(line: bytes) -> EpisodeRecord:

@@ -5,7 +5,7 @@ languages. These schemas are the published contract of what they may rely on, pr
 ``frostgym schema card|plan|episode|drop``. They are written by hand, not generated from the
 dataclasses, so that a change to a record shows up as a change to the contract in review;
 the closed vocabularies (drop classes, stages, roles, splits, reporting rules) are imported
-from the code that defines them, so they cannot drift. ``tests/test_card_schema.py`` builds
+from the code that defines them, so they cannot drift. ``tests/cards/test_card_schema.py`` builds
 real cards and checks every file against these schemas, and checks that mutated files are
 rejected.
 

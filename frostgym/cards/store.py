@@ -450,6 +450,49 @@ def _problem(error: ValueError) -> str:
     return f"{error} (edited, or not a frostgym card?)"
 
 
+#: Bytes ``stream_jsonl`` reads at a time.
+STREAM_CHUNK = 1 << 22
+
+
+def stream_jsonl(
+    path: Path, decode: Callable[[bytes], T], recorded: Mapping[str, Any] | None
+) -> Iterator[tuple[bytes, T]]:
+    """Each line of a closed card's record file and what ``decode`` makes of it, streamed
+    ``STREAM_CHUNK`` bytes at a time, so a reader that reduces each record as it comes (a
+    comparison, a report) never holds the file; the file's sha256 and size are checked
+    against ``recorded`` (its manifest in ``card.json``) once it has been read through.
+    Raises ``CardCorruptError`` for a missing file the manifest lists lines of, a line
+    ``decode`` refuses (its ``ValueError``: ``orjson.JSONDecodeError`` is named as not
+    JSON), a torn last line, and a file that does not match the manifest."""
+    if not path.exists():
+        if recorded and recorded.get("lines"):
+            raise CardCorruptError(f"{path} is missing; the card lists {recorded['lines']} records in it")
+        return
+    digest = hashlib.sha256()
+    size = 0
+    rest = b""
+    number = 0
+    with path.open("rb") as handle:
+        while chunk := handle.read(STREAM_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+            lines = (rest + chunk).split(b"\n")
+            rest = lines.pop()
+            for line in lines:
+                number += 1
+                try:
+                    record = decode(line)
+                except orjson.JSONDecodeError as error:
+                    raise CardCorruptError(f"{path}: line {number} is not JSON: {error}") from None
+                except ValueError as error:
+                    raise CardCorruptError(f"{path}: line {number}: {error}") from None
+                yield line, record
+    if rest.strip():
+        raise CardCorruptError(f"{path}: line {number + 1} is torn (no newline); resume or close the card first")
+    if recorded is not None and (recorded.get("sha256") != digest.hexdigest() or recorded.get("bytes") != size):
+        raise CardCorruptError(f"{path} does not match the card's manifest (edited after the card was written?)")
+
+
 class _Sha256:
     """The sha256 of ``data``, computed on a thread of its own when ``data`` is big enough
     for that to pay (a thread costs about 0.1 ms; hashing runs at about 2 GB/s)."""

@@ -1,32 +1,24 @@
 """Read one card for a comparison: its plan, and every record reduced to a row of ``EpisodeFacts``.
 
 Why streamed: a card's trajectories can be hundreds of MB, and a comparison holds two. The
-record files are read line by line, each record decoded and checked as ``load_card`` does
-(``frostgym.core.episode``), appended to the card's columns and let go, while the file's
-SHA-256 is computed on the way and checked against the card's manifest: a comparison of an
-edited card is refused like any other read of it.
+records come from the card's one streaming reader (``frostgym.cards.card.stream_records``:
+each line decoded and checked as ``load_card`` checks it, the files checked against the
+card's manifest on the way), each appended to the card's columns and let go, so a
+comparison of an edited card is refused like any other read of it.
 """
 
 from __future__ import annotations
 
-import gc
-import hashlib
-from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import orjson
-
-from frostgym.cards.card import read_card_json
+from frostgym.cards.card import read_card_json, stream_records
+from frostgym.cards.store import gc_paused
 from frostgym.compare.facts import EpisodeFacts, FactsBuilder
-from frostgym.core.episode import RecordKind, record_problem
-from frostgym.core.errors import CardCorruptError, CardNotCompleteError
-
-#: Bytes read at a time from a record file.
-CHUNK = 1 << 22
-_FILES: tuple[tuple[str, RecordKind], ...] = (("episodes.jsonl", "episode"), ("drops.jsonl", "drop"))
+from frostgym.core.episode import RecordKind
+from frostgym.core.errors import CardNotCompleteError
 
 
 @dataclass(frozen=True)
@@ -53,7 +45,7 @@ def read_card_facts(directory: Path, observe: RecordObserver | None = None) -> C
     ``observe``, in row order, when given). Raises ``CardNotCompleteError`` for a card that
     is not complete, ``CardCorruptError`` for a record file that does not match the card's
     manifest, a record that is not one, or an episode recorded twice or not in the plan."""
-    with paused_gc():
+    with gc_paused():
         card, plan = read_plan(directory)
         facts, rows = read_records(directory, card, plan, observe)
     return CardFacts(directory, card, plan, facts, rows)
@@ -81,76 +73,12 @@ def read_records(
     of each plan id. Raises ``CardCorruptError`` as ``read_card_facts`` does."""
     builder = FactsBuilder()
     rows: dict[str, int] = {}
-    for name, kind in _FILES:
-        path = directory / name
-        recorded = card["files"].get(name)
-        add = builder.add_episode if kind == "episode" else builder.add_drop
-        for line, record in _records(path, kind, recorded):
-            plan_id = record["plan_id"]
-            if plan_id not in plan:
-                raise CardCorruptError(f"{path}: episode {plan_id!r} is not in the card's plan")
-            if plan_id in rows:
-                raise CardCorruptError(f"{path}: episode {plan_id!r} is recorded twice")
-            rows[plan_id] = add(record)
-            if observe is not None:
-                observe(kind, line, record)
+    add = {"episode": builder.add_episode, "drop": builder.add_drop}
+    for kind, line, record in stream_records(directory, card, plan):
+        rows[record["plan_id"]] = add[kind](record)
+        if observe is not None:
+            observe(kind, line, record)
     return builder.build(), rows
-
-
-@contextmanager
-def paused_gc() -> Iterator[None]:
-    """The cyclic garbage collector paused for the block. Reading a card allocates millions
-    of short-lived, acyclic objects (decoded records, freed by reference counting) beside
-    the long-lived plan (100k entries): each collection their allocations trigger walks the
-    plan again and frees nothing, about a sixth of a large card's read."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
-def _records(
-    path: Path, kind: RecordKind, recorded: Mapping[str, Any] | None
-) -> Iterator[tuple[bytes, dict[str, Any]]]:
-    """Each line of a file and its record, decoded and checked (``record_problem``), while
-    the file's sha256 is checked against the card's manifest."""
-    if not path.exists():
-        if recorded and recorded.get("lines"):
-            raise CardCorruptError(f"{path} is missing; the card lists {recorded['lines']} records in it")
-        return
-    digest = hashlib.sha256()
-    size = 0
-    rest = b""
-    number = 0
-    with path.open("rb") as handle:
-        while chunk := handle.read(CHUNK):
-            digest.update(chunk)
-            size += len(chunk)
-            lines = (rest + chunk).split(b"\n")
-            rest = lines.pop()
-            for line in lines:
-                number += 1
-                yield line, _decode(path, number, line, kind)
-    if rest.strip():
-        raise CardCorruptError(f"{path}: line {number + 1} is torn (no newline); resume or close the card first")
-    if recorded is not None and (recorded.get("sha256") != digest.hexdigest() or recorded.get("bytes") != size):
-        raise CardCorruptError(f"{path} does not match the card's manifest (edited after the card was written?)")
-
-
-def _decode(path: Path, number: int, line: bytes, kind: RecordKind) -> dict[str, Any]:
-    """One line as a checked record: the same checks ``load_card`` makes (``record_problem``),
-    without building the typed trajectory the comparison reduces at once to its facts."""
-    try:
-        data = orjson.loads(line)
-    except orjson.JSONDecodeError as error:
-        raise CardCorruptError(f"{path}: line {number} is not JSON: {error}") from None
-    if problem := record_problem(data, kind):
-        raise CardCorruptError(f"{path}: line {number}: {problem}")
-    result: dict[str, Any] = data
-    return result
 
 
 def plan_difference(base: CardFacts, cand: CardFacts) -> str | None:

@@ -18,7 +18,7 @@ interval on any machine. The counts come from ``derive_generator`` with the slic
 so an interval does not depend on which other slices were computed first.
 
 Checked against ``scipy.stats.bootstrap`` and ``scipy.stats.binomtest`` in
-``tests/test_compare_stats.py`` (scipy is a dev dependency only).
+``tests/core/test_compare_stats.py`` (scipy is a dev dependency only).
 """
 
 from __future__ import annotations

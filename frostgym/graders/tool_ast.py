@@ -39,7 +39,6 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from frostgym.core.grade import Grade, GraderSpec
-from frostgym.core.hashing import canonical_json
 from frostgym.tools.calls import MAX_CALL_TEXT, ParsedReply, ToolCall, as_json_data, parse_reply
 
 GRADER = GraderSpec(
@@ -765,10 +764,15 @@ def grade_tool_calls(
     )
 
 
+#: ``canonical_json``'s text from one encoder made once: ``json.dumps`` with options builds
+#: a new encoder on every call, and the key encodes every call of every reply graded.
+_canonical_json = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
 def answer_key(calls: Sequence[ToolCall]) -> str:
     """What maj@k votes with: the calls as canonical JSON, in a fixed order (parallel calls
     match in any order, so two replies that differ only in order vote alike)."""
-    return canonical_json(sorted(canonical_json([call.name, as_json_data(call.arguments)]) for call in calls))
+    return _canonical_json(sorted(_canonical_json([call.name, as_json_data(call.arguments)]) for call in calls))
 
 
 def grade_tool_reply(

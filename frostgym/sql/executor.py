@@ -27,7 +27,7 @@ links SQLite into libpython), the process's resident size, at most every millise
 A check comes every ``progress_ops`` (250) instructions, and a row of a hostile sort
 takes several instructions and at most one value of ``max_value_bytes``, so a query
 stops a few rows past the bound: on the hostile sorts, groupings and materialized
-subqueries of ``tests/test_sql_faults.py``, SQLite's heap and the process's resident
+subqueries of ``tests/sql/test_sql_faults.py``, SQLite's heap and the process's resident
 size both peak modestly above ``max_memory_bytes`` (after the query the freed heap is
 handed back with ``malloc_trim``). Only where neither counter can be read is the
 process-wide ``hard_heap_limit`` set, as a backstop (8 x ``max_memory_bytes``).

@@ -1,6 +1,6 @@
 """A fifth family, kept outside the package, built the way README's "Adding a family"
 says: ``tasks.py`` (its task sources), ``env.py`` (its env), entries registered here, and
-a lock file its env names (``lock_file``). ``tests/test_adding_a_family.py`` locks it and
+a lock file its env names (``lock_file``). ``tests/envs/test_adding_a_family.py`` locks it and
 runs every contract check the shipped ids get."""
 
 from __future__ import annotations
