@@ -30,6 +30,7 @@ from frostgym.evaluate.run_to_card import card_config, run_to_card
 from frostgym.run.plan import make_plan
 from frostgym.run.runner import RunOptions
 from tests.card_run_script import OPTIONS, SlowOracle, config
+from tests.cli_process import run_cli
 
 ROOT = Path(__file__).resolve().parents[2]
 MATH = "frostgym/Arithmetic-v0"
@@ -68,14 +69,7 @@ def _run(
 
 
 def _cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", "from frostgym.cli import main; main()", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**os.environ, "COLUMNS": "200"},
-    )
+    return run_cli(*args, timeout=timeout, env={**os.environ, "COLUMNS": "200"})
 
 
 # -- 1. one episode's content never kills the run ---------------------------------------------

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_process import run_cli
+
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,16 +27,9 @@ BOX = "│╭╮╰╯─"
 
 
 def _cli(*args: str, timeout: float = 120, **env: str) -> subprocess.CompletedProcess[str]:
-    """``frostgym ARGS`` through its console entry point, stdout and stderr pipes."""
+    """``frostgym ARGS`` with stdout and stderr pipes and no terminal size in the environment."""
     environ = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "TERMINAL_WIDTH", "LINES")}
-    return subprocess.run(
-        [sys.executable, "-c", "from frostgym.cli import main; main()", *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env={**environ, **env},
-    )
+    return run_cli(*args, timeout=timeout, env={**environ, **env})
 
 
 def _edit_wall_seconds(path: Path, line: int) -> None:

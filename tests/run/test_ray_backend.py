@@ -33,6 +33,7 @@ from frostgym.evaluate.run_to_card import card_config, run_to_card
 from frostgym.run.runner import RunOptions
 from tests.card_equality import assert_same_card
 from tests.cards.test_rollout_cards import _PartlyBroken
+from tests.cli_process import kill_backend_mid_run
 from tests.faulty_env import FAULTY_ID
 
 ray = pytest.importorskip("ray", reason="ray is not installed (pip install 'frostgym[ray]')")
@@ -267,29 +268,13 @@ def test_a_lost_ray_cluster_interrupts_the_run_and_resume_finishes_it(tmp_path: 
     plan = ["--agent", "oracle", "--all", "--samples", "40", "--backend", "ray"]  # 8000 episodes
     head = RayHead(home)
     command = [sys.executable, "-m", "frostgym.cli", "eval", "--env", "frostgym/Arithmetic-v0", "--out", str(out)]
-    evaluating = subprocess.Popen(
-        [*command, *plan, "--address", head.address],
-        cwd=ROOT,
-        env=head.env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-    )
     try:
-        episodes = out / "episodes.jsonl"
-        deadline = time.monotonic() + 120
-        while not (episodes.exists() and episodes.stat().st_size > 100_000):
-            assert evaluating.poll() is None, evaluating.communicate()[0].decode()
-            assert time.monotonic() < deadline, "the run did not get going"
-            time.sleep(0.05)
-        head.stop()
-        killed = time.monotonic()
-        output = evaluating.communicate(timeout=240)[0].decode()
-        stopped_after = time.monotonic() - killed
+        returncode, output, stopped_after = kill_backend_mid_run(
+            [*command, *plan, "--address", head.address], out, head.stop, env=head.env
+        )
     finally:
-        if evaluating.poll() is None:
-            evaluating.kill()
         head.stop()
-    assert evaluating.returncode == 2, output
+    assert returncode == 2, output
     assert "Traceback" not in output, output
     lost = [line for line in output.splitlines() if line.startswith("error:")]
     assert len(lost) == 1 and "--backend ray" in lost[0] and "--resume" in lost[0], output

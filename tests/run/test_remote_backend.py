@@ -133,31 +133,21 @@ def test_a_killed_server_interrupts_the_run_and_resume_finishes_it(tmp_path: Pat
     import signal
     import subprocess
     import sys
-    import time
 
+    from tests.cli_process import kill_backend_mid_run
     from tests.serve.test_serve_faults import ROOT, Served
 
     served = Served("--env", "frostgym/Arithmetic-v0", "--allow-oracle", "--log-level", "warning")
     out = tmp_path / "card"
     command = [sys.executable, "-m", "frostgym.cli", "eval", "--env", "frostgym/Arithmetic-v0", "--agent", "oracle"]
     command += ["--all", "--samples", "15", "--backend", "remote", "--address", served.url, "--out", str(out)]
-    evaluating = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        episodes = out / "episodes.jsonl"
-        deadline = time.monotonic() + 120
-        while not (episodes.exists() and episodes.stat().st_size > 200_000):
-            assert evaluating.poll() is None, evaluating.communicate()[0].decode()
-            assert time.monotonic() < deadline, "the run did not get going"
-            time.sleep(0.05)
-        served.process.send_signal(signal.SIGKILL)
-        killed = time.monotonic()
-        output = evaluating.communicate(timeout=120)[0].decode()
-        stopped_after = time.monotonic() - killed
+        returncode, output, stopped_after = kill_backend_mid_run(
+            command, out, lambda: served.process.send_signal(signal.SIGKILL), started_bytes=200_000, timeout=120
+        )
     finally:
-        if evaluating.poll() is None:
-            evaluating.kill()
         served.stop()
-    assert evaluating.returncode == 2, output
+    assert returncode == 2, output
     assert "Traceback" not in output, output
     lost = [line for line in output.splitlines() if "unreachable" in line]
     assert len(lost) == 1 and "--backend remote" in lost[0] and "--resume" in lost[0], output
