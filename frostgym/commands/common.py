@@ -8,7 +8,6 @@ help sent to a pipe or a file is wrapped at a readable width, never cut to "…"
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from typing import Any
@@ -19,6 +18,7 @@ from rich.console import Console
 from typer import rich_utils
 
 from frostgym.core.env import FrozenEnv
+from frostgym.core.finite_json import loads_finite
 from frostgym.envs.registry import EnvEntry
 from frostgym.envs.specs import EnvSpec, parse_one_env_spec
 
@@ -52,11 +52,10 @@ def make_frozen(env_id: str, **kwargs: Any) -> FrozenEnv:
 
 
 def json_object(text: str, option: str) -> dict[str, Any]:
-    def refuse(constant: str) -> Any:
-        raise ValueError(f"{constant} is not a finite number")
-
+    """``option``'s JSON object; ``typer.BadParameter`` (exit 2) for text that is not JSON,
+    a number that is not finite, or a value that is not an object."""
     try:
-        value = json.loads(text, parse_constant=refuse)
+        value = loads_finite(text)
     except ValueError as error:
         raise typer.BadParameter(f"{option} is not JSON: {error}") from error
     if not isinstance(value, dict):

@@ -65,6 +65,11 @@ class EnvArgumentError(FrostgymError, ValueError):
     argument and the type expected."""
 
 
+class NonFiniteNumberError(FrostgymError, ValueError):
+    """A number from outside (a request body, a JSON option) that is NaN or infinite
+    (``frostgym.core.finite_json``)."""
+
+
 class EnvSpecError(FrostgymError, ValueError):
     """An env spec that cannot be read: it says which one and why."""
 

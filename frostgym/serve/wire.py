@@ -38,10 +38,12 @@ from frostgym.core.errors import (
     EpisodeNotActiveError,
     FrostgymError,
     InvalidActionError,
+    NonFiniteNumberError,
     ServedEnvError,
     UnknownTaskError,
     WireError,
 )
+from frostgym.core.finite_json import loads_finite
 from frostgym.core.messages import Observation
 
 Phase = Literal["make", "reset", "step"]
@@ -85,23 +87,15 @@ def loads(raw: bytes | str) -> Any:
 
 
 def loads_request(raw: bytes | str) -> Any:
-    """A request's JSON value, as ``loads`` reads it, but ``WireError`` 422 for ``NaN``,
-    ``Infinity`` or ``-Infinity`` anywhere in it: they are not standard JSON, and no number a
-    client sends (a seed, a deadline, an env argument, an action's call arguments) may be one."""
+    """A request's JSON value, as ``loads`` reads it, but ``WireError`` 422 for a number that
+    is not finite anywhere in it (``NaN``, ``Infinity``, ``1e999``): no number a client sends
+    (a seed, a deadline, an env argument, an action's call arguments) may be one."""
     try:
-        return json.loads(raw, parse_constant=_refuse_constant)
-    except _NonFinite as error:
-        raise WireError(422, VALIDATION_ERROR, f"the body holds {error.args[0]}: every number must be finite") from None
+        return loads_finite(raw)
+    except NonFiniteNumberError as error:
+        raise WireError(422, VALIDATION_ERROR, f"the body holds {error}: every number must be finite") from None
     except (ValueError, RecursionError) as error:
         raise WireError(400, INVALID_JSON, f"the body is not JSON: {_short(error)}") from None
-
-
-class _NonFinite(Exception):
-    """Raised inside ``json.loads`` for a non-finite constant (caught by ``loads_request``)."""
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _NonFinite(name)
 
 
 def _short(error: BaseException, limit: int = 300) -> str:

@@ -229,7 +229,7 @@ def test_every_env_declares_its_arguments_in_shapes_that_are_checked(entry: Any)
 
 
 # -- 4. NaN and infinities are refused wherever a number comes from outside -----------------------
-@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity", "1e999", "-1e999"])
 def test_non_finite_numbers_on_the_wire_are_422(served: Served, constant: str) -> None:
     headers = {"content-type": "application/json"}
     with httpx.Client(base_url=served.url, timeout=30) as http:
@@ -295,10 +295,20 @@ def test_non_finite_numbers_on_the_command_line_exit_2(text: str, tmp_path: Path
         assert "not a finite number" in " ".join(result.output.replace("│", " ").split()), (name, flag, result.output)
     spec = runner.invoke(app, ["eval", "--env", f"{CODE}[cpu_seconds={text}]", "--out", str(tmp_path / "c")])
     assert spec.exit_code == 2, spec.output
-    config = runner.invoke(
-        app, ["eval", "--env", ARITHMETIC, "--task-config", '{"max_operand": NaN}', "--out", str(tmp_path / "d")]
-    )
-    assert config.exit_code == 2 and "finite" in config.output, config.output
+    for number in ("NaN", "1e999"):
+        config = runner.invoke(
+            app,
+            [
+                "eval",
+                "--env",
+                ARITHMETIC,
+                "--task-config",
+                f'{{"max_operand": {number}}}',
+                "--out",
+                str(tmp_path / "d"),
+            ],
+        )
+        assert config.exit_code == 2 and "finite" in config.output, config.output
 
 
 # -- 8. ordinary client behaviour leaves no traceback in the log ----------------------------------
