@@ -5,8 +5,10 @@ The card's hot path is per record: the runner encodes each episode record to its
 and validates each line back. This declares the episode record once in each library, the
 same fields and rules (closed objects, ``sample >= 0``, a grade's shape), and times both
 directions per record on the lines of a real card (by default a 10,000-episode oracle card of
-``frostgym/Math-v0``, made first when ``--card`` is not given), beside frostgym's own codec
-(``EpisodeRecord.encode`` and ``EpisodeRecord.from_json`` of ``orjson.loads``).
+``frostgym/Math-v0``, made first when ``--card`` is not given), beside frostgym's own path,
+which is msgspec with the card's full declaration (``EpisodeRecord.encode`` with
+``dumps_line``, and ``decode_line``). The codec it replaced (orjson and hand checks) is timed
+by running this script at an earlier commit in a ``git worktree`` on the same card.
 
 Run from the repository root: ``python benchmarks/record_codec.py [--card DIR] [--repeats 5]``
 """
@@ -198,10 +200,11 @@ def main() -> None:
     parser.add_argument("--card", type=Path, help="A card directory (default: make a 10,000-episode oracle card).")
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    from frostgym.core.episode import EpisodeRecord
+    from frostgym.cards.store import dumps_line
+    from frostgym.core.episode import decode_line
 
     lines = (_card(args.card) / "episodes.jsonl").read_bytes().splitlines()
-    frost = [EpisodeRecord.from_json(orjson.loads(line)) for line in lines]
+    frost = [decode_line(line, "episode") for line in lines]
     ms_decoder = msgspec.json.Decoder(MsEpisode)
     ms_encoder = msgspec.json.Encoder()
     ms = [ms_decoder.decode(line) for line in lines]
@@ -209,9 +212,9 @@ def main() -> None:
     assert orjson.loads(ms_encoder.encode(ms[0])) == orjson.loads(lines[0])
     assert orjson.loads(py[0].model_dump_json(exclude_unset=True)) == orjson.loads(lines[0])
     rows: dict[str, tuple[Any, Any, list[Any]]] = {
-        "frostgym today (orjson + hand checks)": (
-            lambda items: [r.encode(orjson.dumps) for r in items],
-            lambda items: [EpisodeRecord.from_json(orjson.loads(line)) for line in items],
+        "frostgym (msgspec records, full rules)": (
+            lambda items: [r.encode(dumps_line) for r in items],
+            lambda items: [decode_line(line, "episode") for line in items],
             frost,
         ),
         f"msgspec {msgspec.__version__} Struct": (

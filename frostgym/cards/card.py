@@ -64,12 +64,11 @@ from frostgym.core.episode import (
     Drop,
     DropRecord,
     EpisodeRecord,
+    Head,
     Record,
-    RecordHead,
-    RecordKind,
+    decode_line,
     drop_record,
     head_from_line,
-    record_problem,
 )
 from frostgym.core.errors import CardCorruptError, CardLockedError, CardMismatchError
 from frostgym.run.plan import SEEDING, PlannedEpisode, plan_json_and_sha256
@@ -361,9 +360,9 @@ class CardWriter:
             if isinstance(outcome, EpisodeRecord):
                 self._episodes.append_line(outcome.encode(dumps_line))
             else:
-                self._drops.append(outcome.to_json())
+                self._drops.append(outcome)
         except (TypeError, ValueError, RecursionError) as error:
-            self._drops.append(_unwritable(outcome, error).to_json())
+            self._drops.append(_unwritable(outcome, error))
         self._written += 1
 
     def commit(self) -> None:
@@ -566,7 +565,7 @@ def _unwritable(outcome: Record, error: BaseException) -> DropRecord:
     )
 
 
-def _verified_files(directory: Path, card: Mapping[str, Any]) -> dict[str, JsonlContents[RecordHead]]:
+def _verified_files(directory: Path, card: Mapping[str, Any]) -> dict[str, JsonlContents[Head]]:
     """Both files, checked against what ``card.json`` recorded: at the last close
     (``files``: they must hold exactly that) or when the crashed session began
     (``checkpoint``: they must begin with it). A partial last line is cut off."""
@@ -718,8 +717,7 @@ _MANIFEST_FIELDS = frozenset({"sha256", "bytes", "lines"})
 
 def load_card(directory: Path, *, verify: bool = True) -> tuple[dict[str, Any], list[EpisodeRecord], list[DropRecord]]:
     """(``card.json``, completed episodes, drops) of the card in ``directory``, every line
-    decoded to its typed record and checked (``EpisodeRecord.from_json``,
-    ``DropRecord.from_json``). With ``verify``, the files must match the checksums in
+    decoded to its typed record and checked (``decode_line``). With ``verify``, the files must match the checksums in
     ``card.json``; a card still running (or whose run was killed) has none yet, and its
     partial last line, if any, is left unread. Raises ``CardCorruptError`` naming the file
     and line (no card there, an edited file, a line that is not a record, a plan id
@@ -744,57 +742,48 @@ def load_card(directory: Path, *, verify: bool = True) -> tuple[dict[str, Any], 
 
 def stream_records(
     directory: Path, card: Mapping[str, Any], plan_ids: Container[str]
-) -> Iterator[tuple[RecordKind, bytes, dict[str, Any]]]:
+) -> Iterator[tuple[bytes, Record]]:
     """Every record of the closed card in ``directory`` (``card``: its ``read_card_json``),
-    episodes then drops, in file order, as (kind, its line, the record as checked JSON data),
-    streamed (``store.stream_jsonl``): what a reader that reduces each record as it comes
-    (compare, report) reads, without building the typed trajectory. Each record is checked as
-    ``load_card`` checks it (``record_problem``), each file against its manifest, and each
-    plan id against ``plan_ids`` and the ids before it. Raises ``CardCorruptError`` naming
-    the file (and line) for any of these."""
+    episodes then drops, in file order, as (its line, the typed record), streamed
+    (``store.stream_jsonl``): what a reader that reduces each record as it comes (compare,
+    report) reads, without holding them all. Each record is decoded and checked as
+    ``load_card`` does (``decode_line``), each file against its manifest, and each plan id
+    against ``plan_ids`` and the ids before it. Raises ``CardCorruptError`` naming the file
+    (and line) for any of these."""
     seen: set[str] = set()
-    for name, kind in _KINDS.items():
+    for name, decode in RECORD_DECODERS.items():
         path = directory / name
-        for line, record in stream_jsonl(path, _CHECKED[kind], card["files"].get(name)):
-            plan_id = record["plan_id"]
+        for line, record in stream_jsonl(path, decode, card["files"].get(name)):
+            plan_id = record.plan_id
             if plan_id not in plan_ids:
                 raise CardCorruptError(f"{path}: episode {plan_id!r} is not in the card's plan")
             if plan_id in seen:
                 raise CardCorruptError(f"{path}: episode {plan_id!r} is recorded twice")
             seen.add(plan_id)
-            yield kind, line, record
-
-
-def _checked(kind: RecordKind) -> Callable[[bytes], dict[str, Any]]:
-    def decode(line: bytes) -> dict[str, Any]:
-        data = orjson.loads(line)
-        if problem := record_problem(data, kind):
-            raise ValueError(problem)
-        record: dict[str, Any] = data
-        return record
-
-    return decode
-
-
-_KINDS: dict[str, RecordKind] = {EPISODES_FILE: "episode", DROPS_FILE: "drop"}
-_CHECKED: dict[RecordKind, Callable[[bytes], dict[str, Any]]] = {kind: _checked(kind) for kind in _KINDS.values()}
+            yield line, record
 
 
 def _episode(line: bytes) -> EpisodeRecord:
-    return EpisodeRecord.from_json(orjson.loads(line))
+    record = decode_line(line, "episode")
+    assert isinstance(record, EpisodeRecord)
+    return record
 
 
 def _drop(line: bytes) -> DropRecord:
-    return DropRecord.from_json(orjson.loads(line))
+    record = decode_line(line, "drop")
+    assert isinstance(record, DropRecord)
+    return record
 
 
-def _episode_head(line: bytes) -> RecordHead:
+def _episode_head(line: bytes) -> Head:
     return head_from_line(line, "episode")
 
 
-def _drop_head(line: bytes) -> RecordHead:
+def _drop_head(line: bytes) -> Head:
     return head_from_line(line, "drop")
 
 
+#: How every reader decodes each record file: whole records, checked.
+RECORD_DECODERS: dict[str, Callable[[bytes], Record]] = {EPISODES_FILE: _episode, DROPS_FILE: _drop}
 #: How resume and close read each record file: only as far as each record's head.
-HEAD_DECODERS: dict[str, Callable[[bytes], RecordHead]] = {EPISODES_FILE: _episode_head, DROPS_FILE: _drop_head}
+HEAD_DECODERS: dict[str, Callable[[bytes], Head]] = {EPISODES_FILE: _episode_head, DROPS_FILE: _drop_head}

@@ -44,7 +44,7 @@ import orjson
 
 from frostgym.cards.store import crc_sidecar, decode_lines, file_manifest, read_json
 from frostgym.cards.tally import Tally, excluded_count
-from frostgym.core.episode import RecordHead, RecordKind, head_from_line
+from frostgym.core.episode import Head, RecordKind, head_from_line
 from frostgym.core.errors import CardCorruptError
 
 # ``subprocess`` is imported where the process is started: the process itself starts none,
@@ -76,7 +76,7 @@ class Tail:
     hands freed pages back to its host costs about 3 us: kept, a 10,000-episode card's heads
     were 6,000 of them)."""
 
-    def __init__(self, path: Path, decode: Callable[[bytes], RecordHead]) -> None:
+    def __init__(self, path: Path, decode: Callable[[bytes], Head]) -> None:
         self.path = path
         self._decode = decode
         self._file: IO[bytes] | None = None
@@ -86,11 +86,11 @@ class Tail:
         self.hasher = hashlib.sha256()
         self.bytes = 0
 
-    def read(self) -> list[RecordHead]:
+    def read(self) -> list[Head]:
         """The heads of the whole lines written since the last call. Raises
         ``CardCorruptError`` for a line that is not a record's head (as ``read_jsonl``
         does), and ``OSError`` when the file cannot be opened."""
-        heads: list[RecordHead] = []
+        heads: list[Head] = []
         if self._file is None:
             with contextlib.suppress(OSError):  # only a hint for a resume: without it, ranges are named
                 self._sidecar = crc_sidecar(self.path).open("wb")  # from line 1: a new session starts it over
@@ -201,10 +201,10 @@ os._exit(main(sys.argv[1:]))  # its replies are flushed: nothing to tear down bu
 def _import_roots() -> list[str]:
     """Where the process finds what it imports, which ``-S`` (no ``site``: its start-up,
     with the editable-install finder, was a third of the process's import time) leaves off
-    its path: this ``frostgym``'s directory and those of ``orjson`` and ``gymnasium`` (which
-    may be elsewhere than the standard library)."""
+    its path: this ``frostgym``'s directory and those of ``orjson``, ``msgspec`` and
+    ``gymnasium`` (which may be elsewhere than the standard library)."""
     roots = [str(Path(__file__).resolve().parents[2])]
-    for name in ("orjson", "gymnasium"):
+    for name in ("orjson", "msgspec", "gymnasium"):
         spec = importlib.util.find_spec(name)
         if spec is not None and spec.origin is not None:
             roots.append(str(Path(spec.origin).parents[1]))

@@ -2,10 +2,11 @@
 
 A card is meant to be read by tools that are not frostgym: dashboards, notebooks, other
 languages. These schemas are the published contract of what they may rely on, printed by
-``frostgym schema card|plan|episode|drop``. They are written by hand, not generated from the
-dataclasses, so that a change to a record shows up as a change to the contract in review;
-the closed vocabularies (drop classes, stages, roles, splits, reporting rules) are imported
-from the code that defines them, so they cannot drift. ``tests/cards/test_card_schema.py`` builds
+``frostgym schema card|plan|episode|drop``. The record lines' schemas are derived from the
+record types (``frostgym.core.episode``), the one declaration the card's reader also
+decodes with, so the contract and the reader cannot disagree; ``card.json`` and
+``plan.json`` are written out here, their closed vocabularies (drop classes, statuses,
+splits, reporting rules) imported from the code that defines them. ``tests/cards/test_card_schema.py`` builds
 real cards and checks every file against these schemas, and checks that mutated files are
 rejected.
 
@@ -17,12 +18,15 @@ tool calls and their results, env kwargs and sampling parameters.
 
 from __future__ import annotations
 
+import json
+import re
 from typing import Any, Final, get_args
+
+import msgspec
 
 from frostgym.cards.card import CARD_SCHEMA, CHECKPOINT_KEY, DROPS_FILE, EPISODES_FILE, SUMMARY_KEYS, CardStatus
 from frostgym.cards.views import RULE_NAMES, SLICES
-from frostgym.core.episode import COUNTED_AS, DROP_CLASSES, CountedAs, Stage
-from frostgym.core.messages import ROLES
+from frostgym.core.episode import COUNTED_AS, DROP_CLASSES, CountedAs, DropRecord, EpisodeRecord
 from frostgym.core.seeding import SEED_BITS
 from frostgym.core.splits import ALL_SPLITS
 from frostgym.run.plan import SEEDING
@@ -142,115 +146,6 @@ def _seed_derivation() -> Schema:
     )
 
 
-def _message() -> Schema:
-    """``frostgym.core.messages.Message``: an OpenAI-style chat message."""
-    return record(
-        {
-            "role": enum(sorted(ROLES)),
-            "content": string(),
-            "name": string(),
-            "tool_calls": array({"type": "object"}),
-            "tool_call_id": string(),
-        },
-        optional=("name", "tool_calls", "tool_call_id"),
-    )
-
-
-def _grade() -> Schema:
-    """``frostgym.core.grade.Grade.to_dict``."""
-    return record(
-        {
-            "score": unit(),
-            "components": mapping(unit()),
-            "weights": mapping(number(minimum=0)),
-            "required": array(string()),
-            "grader": string(minLength=1),
-            "grader_version": string(minLength=1),
-            "label": nullable(string()),
-            "details": open_object("grader-specific detail; answer_key (string or null) is what maj@k votes with"),
-        },
-        description="a grader's verdict; score is 0 when a required component is 0",
-    )
-
-
-def _observation_delta() -> Schema:
-    return record(
-        {
-            "keep": integer(0),
-            "new": array(ref("message")),
-            "echo": {
-                "const": "assistant",
-                "description": "the step's action, said by this role, comes before `new` (stored once, in "
-                "`action`): read in frostgym.card/3 lines, which frostgym no longer writes this way",
-            },
-        },
-        optional=("echo",),
-        description="the observation after a step: the first `keep` messages of the one before, then `new`",
-    )
-
-
-def _step() -> Schema:
-    """``frostgym.core.episode.StepRecord``."""
-    return record(
-        {
-            "turn": integer(0),
-            "agent_seed": ref("seed"),
-            "action": {
-                "description": "exactly what the agent returned: text, or a structured tool-calling reply",
-                "anyOf": [string(), open_object("a structured reply, e.g. {content, tool_calls}")],
-            },
-            "agent": open_object(
-                "the agent's trace for this call (token counts, finish reason, anything else it reports)",
-                prompt_tokens=nullable(integer(0)),
-                completion_tokens=nullable(integer(0)),
-                finish_reason=nullable(string()),
-            ),
-            "tool_calls": array(open_object("a tool call as the env parsed it")),
-            "tool_results": array(open_object("what one tool call returned")),
-            "grade": {
-                **nullable(ref("grade")),
-                "description": "a graded turn's grade; null on the step that ended the episode when its grade is the "
-                "episode's own grade, which the episode holds (frostgym.card/3: stored once)",
-            },
-            "reward": number(),
-            "terminated": boolean(),
-            "truncated": boolean(),
-            "info": open_object(
-                "the env's step info minus the fields lifted out above",
-                turn=integer(0),
-                max_turns=integer(1),
-                episode_id=string(),
-                task_id=string(),
-                split=enum(ALL_SPLITS),
-                env_version=string(),
-                fixture_sha256=SHA256,
-                task_sha256=SHA256,
-                difficulty=nullable(string()),
-                tags=array(string()),
-                action_sanitized=boolean(),
-            ),
-            "observation": ref("observation_delta"),
-            "agent_seconds": SECONDS,
-            "env_seconds": SECONDS,
-            "action_stored": nullable(
-                record(
-                    {
-                        "kind": enum(["text", "structured"]),
-                        "sanitized": {"const": True},
-                        "chars": integer(0),
-                        "sha256": SHA256,
-                        "prefix_chars": integer(0),
-                    },
-                    optional=("sanitized", "chars", "sha256", "prefix_chars"),
-                    description="how `action` differs from what the agent sent: `sanitized`, lone surrogates or "
-                    "invalid UTF-8 replaced by U+FFFD; `chars`/`sha256`/`prefix_chars`, an over-long action (its "
-                    "JSON text, when structured) kept as its first `prefix_chars` characters",
-                )
-            ),
-        }
-    )
-
-
 def _plan_entry() -> Schema:
     """``frostgym.run.plan.PlannedEpisode.to_dict``."""
     return record(
@@ -338,16 +233,6 @@ def _graders() -> Schema:
     )
 
 
-RECORD_DEFS: Final[dict[str, Schema]] = {
-    "seed": _seed(),
-    "seed_derivation": _seed_derivation(),
-    "message": _message(),
-    "observation": array(ref("message"), description="a chat history"),
-    "observation_delta": _observation_delta(),
-    "grade": _grade(),
-    "step": _step(),
-}
-
 CARD_DEFS: Final[dict[str, Schema]] = {
     "seed": _seed(),
     "seed_derivation": _seed_derivation(),
@@ -362,46 +247,53 @@ CARD_DEFS: Final[dict[str, Schema]] = {
 
 
 # ---------------------------------------------------------------------------------------------
-# episodes.jsonl
+# episodes.jsonl and drops.jsonl: derived from the record types
 
 
-def _episode_schema() -> Schema:
-    """One line of ``episodes.jsonl``: ``frostgym.core.episode.EpisodeRecord``."""
-    body = record(
-        {
-            "plan_id": string(minLength=1),
-            "episode_id": string(minLength=1),
-            "env_id": string(minLength=1),
-            "task_id": string(minLength=1),
-            "sample": integer(0),
-            "split": enum(ALL_SPLITS),
-            "difficulty": nullable(string()),
-            "tags": array(string()),
-            "seed": ref("seed"),
-            "seed_derivation": ref("seed_derivation"),
-            "env_version": string(minLength=1),
-            "fixture_sha256": SHA256,
-            "task_sha256": SHA256,
-            "observation": ref("observation"),
-            "steps": array(ref("step")),
-            "reward": number(),
-            "grade": nullable(ref("grade")),
-            "attempts": integer(1),
-            "started_at": UNIX_TIME,
-            "wall_seconds": SECONDS,
-        }
+def _record_schemas() -> tuple[Schema, Schema]:
+    """The episode and drop line schemas, as ``msgspec`` derives them from
+    ``EpisodeRecord`` and ``DropRecord`` (the declaration the card's reader decodes with),
+    with two rules msgspec cannot declare: the grade, message and stored-action mappings are
+    closed like the records, and ``counted_as`` follows from ``drop_class``."""
+    (episode_ref, drop_ref), components = msgspec.json.schema_components(
+        [EpisodeRecord, DropRecord], ref_template="#/$defs/{name}"
     )
-    return document(
-        "episode",
-        "frostgym episode record",
-        "One line of a rollout card's episodes.jsonl: a completed episode, its full trajectory and its grade.",
-        body,
-        RECORD_DEFS,
+    names = {name: _def_name(name) for name in components}
+    renamed = json.dumps({names[name]: schema for name, schema in components.items()})
+    defs: dict[str, Schema] = json.loads(re.sub(r'"#/\$defs/(\w+)"', lambda m: f'"#/$defs/{names[m[1]]}"', renamed))
+    for name in ("grade", "message", "stored_action"):
+        defs[name]["additionalProperties"] = False
+    bodies = []
+    for ref_schema in (episode_ref, drop_ref):
+        body = defs.pop(names[ref_schema["$ref"].rsplit("/", 1)[1]])
+        body.pop("title", None)
+        body.pop("description", None)
+        bodies.append(body)
+    episode, drop = bodies
+    drop["properties"]["drop_class"]["enum"] = list(DROP_CLASSES)  # in the order DropClass declares, not sorted
+    drop["allOf"] = _counted_as_rules()
+    return (
+        document(
+            "episode",
+            "frostgym episode record",
+            "One line of a rollout card's episodes.jsonl: a completed episode, its full trajectory and its grade.",
+            episode,
+            defs,
+        ),
+        document(
+            "drop",
+            "frostgym drop record",
+            "One line of a rollout card's drops.jsonl: an episode that was not scored normally, why, and how views "
+            "count it. episode_id is null when the episode never reset; observation and steps are what it got to.",
+            drop,
+            defs,
+        ),
     )
 
 
-# ---------------------------------------------------------------------------------------------
-# drops.jsonl
+def _def_name(name: str) -> str:
+    """A record type's name as a ``$defs`` key: ``StepRecord`` as ``step``."""
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name.removesuffix("Record")).lower()
 
 
 def _counted_as_rules() -> list[Schema]:
@@ -417,43 +309,6 @@ def _counted_as_rules() -> list[Schema]:
                 }
             )
     return rules
-
-
-def _drop_schema() -> Schema:
-    """One line of ``drops.jsonl``: ``frostgym.core.episode.DropRecord``."""
-    body = record(
-        {
-            "plan_id": string(minLength=1),
-            "env_id": string(minLength=1),
-            "task_id": string(minLength=1),
-            "sample": integer(0),
-            "difficulty": nullable(string()),
-            "tags": array(string()),
-            "seed": ref("seed"),
-            "seed_derivation": ref("seed_derivation"),
-            "drop_class": enum(DROP_CLASSES),
-            "counted_as": enum(get_args(CountedAs)),
-            "stage": enum(get_args(Stage)),
-            "error": ONE_LINE,
-            "traceback": nullable(string()),
-            "attempts": integer(1),
-            "earlier_errors": array(ONE_LINE, description="one line per failed earlier attempt"),
-            "episode_id": nullable(string(minLength=1)),
-            "observation": ref("observation"),
-            "steps": array(ref("step")),
-            "started_at": UNIX_TIME,
-            "wall_seconds": SECONDS,
-        }
-    )
-    body["allOf"] = _counted_as_rules()
-    return document(
-        "drop",
-        "frostgym drop record",
-        "One line of a rollout card's drops.jsonl: an episode that was not scored normally, why, and how views "
-        "count it. episode_id is null when the episode never reset; observation and steps are what it got to.",
-        body,
-        RECORD_DEFS,
-    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -666,9 +521,10 @@ def _plan_schema() -> Schema:
     )
 
 
+_EPISODE_SCHEMA, _DROP_SCHEMA = _record_schemas()
 SCHEMAS: dict[str, dict[str, Any]] = {
     "card": _card_schema(),
     "plan": _plan_schema(),
-    "episode": _episode_schema(),
-    "drop": _drop_schema(),
+    "episode": _EPISODE_SCHEMA,
+    "drop": _DROP_SCHEMA,
 }

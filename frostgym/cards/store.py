@@ -29,6 +29,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
+import msgspec
 import orjson
 
 from frostgym.core.errors import CardCorruptError
@@ -60,7 +61,7 @@ def gc_paused() -> Iterator[None]:
 
 
 def _fallback(value: Any) -> Any:
-    """What orjson cannot encode natively (numpy scalars, bytes, sets) is kept readable."""
+    """What the encoders cannot write natively (numpy scalars, odd objects) is kept readable."""
     if hasattr(value, "item"):
         return value.item()
     if isinstance(value, bytes):
@@ -70,19 +71,26 @@ def _fallback(value: Any) -> Any:
     return repr(value)
 
 
+_ENCODER = msgspec.json.Encoder(enc_hook=_fallback)
+
+
 def dumps_line(obj: Any) -> bytes:
-    """One JSON line; dataclasses serialize as their fields. What orjson refuses (lone
-    surrogates, integers past 64 bits, nesting past 254) takes the slow encoder, with lone
-    surrogates replaced by U+FFFD, so a degenerate value costs speed, not the record. Only
-    what no JSON can hold (nesting past Python's recursion limit, a cycle) still raises."""
+    """One JSON line; records (``msgspec.Struct``) and dataclasses serialize as their fields,
+    in declaration order. What the fast encoder refuses (lone surrogates, integers past 64
+    bits, nesting past its limit, keys that are not strings or numbers) takes the slow
+    encoder, with lone surrogates replaced by U+FFFD, so a degenerate value costs speed,
+    not the record. Only what no JSON can hold (nesting past Python's recursion limit, a
+    cycle) still raises."""
     try:
-        return orjson.dumps(obj, default=_fallback, option=orjson.OPT_APPEND_NEWLINE)
-    except TypeError:
+        return _ENCODER.encode(obj) + b"\n"
+    except (TypeError, ValueError, OverflowError, RecursionError):  # UnicodeEncodeError is a ValueError
         text = json.dumps(obj, ensure_ascii=False, default=_slow_fallback)
         return clean_text(text)[0].encode("utf-8") + b"\n"
 
 
 def _slow_fallback(value: Any) -> Any:
+    if isinstance(value, msgspec.Struct):
+        return msgspec.structs.asdict(value)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
     return _fallback(value)
@@ -445,7 +453,7 @@ def decode_lines(
 
 
 def _problem(error: ValueError) -> str:
-    if isinstance(error, orjson.JSONDecodeError):
+    if isinstance(error, json.JSONDecodeError):  # orjson's and the record decoders' are one
         return f"not valid JSON ({error})"
     return f"{error} (edited, or not a frostgym card?)"
 
@@ -462,7 +470,7 @@ def stream_jsonl(
     comparison, a report) never holds the file; the file's sha256 and size are checked
     against ``recorded`` (its manifest in ``card.json``) once it has been read through.
     Raises ``CardCorruptError`` for a missing file the manifest lists lines of, a line
-    ``decode`` refuses (its ``ValueError``: ``orjson.JSONDecodeError`` is named as not
+    ``decode`` refuses (its ``ValueError``: a ``json.JSONDecodeError`` is named as not
     JSON), a torn last line, and a file that does not match the manifest."""
     if not path.exists():
         if recorded and recorded.get("lines"):
@@ -482,7 +490,7 @@ def stream_jsonl(
                 number += 1
                 try:
                     record = decode(line)
-                except orjson.JSONDecodeError as error:
+                except json.JSONDecodeError as error:
                     raise CardCorruptError(f"{path}: line {number} is not JSON: {error}") from None
                 except ValueError as error:
                     raise CardCorruptError(f"{path}: line {number}: {error}") from None

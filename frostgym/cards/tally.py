@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from frostgym.cards.views import TaskKey, TaskRecord, ViewsBuilder, normalise_ks, task_entry, task_record
-from frostgym.core.episode import RecordHead, RecordKind
+from frostgym.core.episode import Head, RecordKind
 from frostgym.core.errors import CardCorruptError
 
 
@@ -68,7 +68,7 @@ class Tally:
         self._counted: set[TaskKey] = set()  # those tasks
         self._overfull: set[TaskKey] = set()  # tasks added to after that, or not planned
 
-    def add(self, kind: RecordKind, heads: Iterable[RecordHead]) -> None:
+    def add(self, kind: RecordKind, heads: Iterable[Head]) -> None:
         """Count the heads of ``kind`` records (in the order of their file)."""
         records = self._records
         counts = self._counts

@@ -16,7 +16,7 @@ from itertools import chain
 from typing import Any, Final, Literal
 
 from frostgym.cards import twin_gap
-from frostgym.core.episode import RecordHead
+from frostgym.core.episode import Head
 from frostgym.core.grade import passes
 
 Rule = Literal["errors_as_failures", "errors_excluded"]
@@ -156,7 +156,7 @@ def default_ks(samples: int) -> list[int]:
 # Records to samples
 
 
-def sample_of(head: RecordHead) -> Sample:
+def sample_of(head: Head) -> Sample:
     """The sample a record counts as (a completed episode without a grade is a sample that
     did not pass; a drop, a failed one). The record's checks (``head_problem``) are all the
     views rely on: no field is checked again here."""
@@ -186,7 +186,7 @@ class TaskRecord:
     difficulty: str | None
 
 
-def task_record(head: RecordHead) -> TaskRecord:
+def task_record(head: Head) -> TaskRecord:
     """What ``task_entry`` reads of a record (``sample_of`` for the samples a rule counts)."""
     drop = head.drop
     counted = drop is None or drop.counted_as == "failure"
@@ -424,7 +424,7 @@ def normalise_ks(ks: Sequence[int]) -> list[int]:
     return sorted(set(ks))
 
 
-def compute_views(heads: Iterable[RecordHead], ks: Sequence[int]) -> dict[str, Any]:
+def compute_views(heads: Iterable[Head], ks: Sequence[int]) -> dict[str, Any]:
     """Every score view of a run, under both reporting rules, as plain JSON-ready data,
     from the heads of its records (completed episodes and drops alike, in any order).
     Raises ``ValueError`` for a ``k`` that is not a positive int, or a sample of a task

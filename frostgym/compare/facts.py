@@ -27,7 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from frostgym.compare.replies import READS_DETAILS, distinct_bigram_ratio, hacking_suspicion, sketch, words
-from frostgym.core.episode import COUNTED_AS
+from frostgym.core.episode import COUNTED_AS, DropRecord, EpisodeRecord, StepRecord
 from frostgym.core.grade import passes
 
 #: Samples per task whose replies get a similarity sketch (28 pairs): diversity's cost stays
@@ -132,8 +132,7 @@ class EpisodeFacts:
 class FactsBuilder:
     """Appends records as rows (``add_episode``, ``add_drop``), then ``build``s the columns.
 
-    Each record must have passed ``record_problem`` for its kind: the fields read here are
-    there and typed, and nothing is checked again."""
+    Each record is a typed record, checked when it was decoded, so nothing is checked again."""
 
     def __init__(self) -> None:
         self._names: dict[Any, int] = {None: 0}
@@ -147,13 +146,13 @@ class FactsBuilder:
         self._rows: list[tuple[Any, ...]] = []
         self._suspects: dict[int, tuple[str | None, str]] = {}
 
-    def add_episode(self, data: Mapping[str, Any]) -> int:
-        """A completed episode's record (``record_problem(data, "episode")`` is None); its row."""
+    def add_episode(self, record: EpisodeRecord) -> int:
+        """A completed episode's record; its row."""
         row = len(self._rows)
         names = self._names
-        grade: Mapping[str, Any] | None = data["grade"]
-        steps = data["steps"]
-        sample = data["sample"]
+        grade: Mapping[str, Any] | None = record.grade
+        steps = record.steps
+        sample = record.sample
         sketched = sample < SKETCHED_SAMPLES
         text = _last_reply(steps)
         completion, truncated, calls = _steps(steps)
@@ -176,18 +175,18 @@ class FactsBuilder:
             if passed and grade:
                 suspicion = self._suspicion(str(grade.get("grader", "")), text, details, calls)
                 if suspicion is not None:
-                    self._suspects[row] = (data["episode_id"], suspicion)
+                    self._suspects[row] = (record.episode_id, suspicion)
         tasks, tag_sets = self._tasks, self._tag_sets
         self._rows.append(
             (
-                data["plan_id"],
-                tasks.setdefault((data["env_id"], data["task_id"]), len(tasks)),
+                record.plan_id,
+                tasks.setdefault((record.env_id, record.task_id), len(tasks)),
                 sample,
-                names.setdefault(data["split"], len(names)),
-                names.setdefault(data["difficulty"], len(names)),
-                tag_sets.setdefault(tuple(data["tags"]), len(tag_sets)),
+                names.setdefault(record.split, len(names)),
+                names.setdefault(record.difficulty, len(names)),
+                tag_sets.setdefault(tuple(record.tags), len(tag_sets)),
                 0,
-                float(data["reward"]),
+                float(record.reward),
                 passed,
                 names.setdefault(label, len(names)),
                 names.setdefault(answer, len(names)),
@@ -195,7 +194,7 @@ class FactsBuilder:
                 truncated,
                 len(steps),
                 calls,
-                float(data["wall_seconds"]),
+                float(record.wall_seconds),
                 tells.bigram_ratio,
                 tells.crc,
                 tells.sketch if sketched else b"",
@@ -203,23 +202,23 @@ class FactsBuilder:
         )
         return row
 
-    def add_drop(self, data: Mapping[str, Any]) -> int:
-        """A dropped episode's record (``record_problem(data, "drop")`` is None): no score
-        (the rules decide how it counts), and its cost so far; its row."""
+    def add_drop(self, record: DropRecord) -> int:
+        """A dropped episode's record: no score (the rules decide how it counts), and its
+        cost so far; its row."""
         row = len(self._rows)
         names, tasks, tag_sets = self._names, self._tasks, self._tag_sets
-        steps = data["steps"]
-        task_id: str = data["task_id"]
+        steps = record.steps
+        task_id = record.task_id
         completion, truncated, calls = _steps(steps)
         self._rows.append(
             (
-                data["plan_id"],
-                tasks.setdefault((data["env_id"], task_id), len(tasks)),
-                data["sample"],
+                record.plan_id,
+                tasks.setdefault((record.env_id, task_id), len(tasks)),
+                record.sample,
                 names.setdefault(task_id.rsplit("/", 2)[-2] if task_id.count("/") >= 2 else None, len(names)),
-                names.setdefault(data["difficulty"], len(names)),
-                tag_sets.setdefault(tuple(data["tags"]), len(tag_sets)),
-                names.setdefault(data["drop_class"], len(names)),
+                names.setdefault(record.difficulty, len(names)),
+                tag_sets.setdefault(tuple(record.tags), len(tag_sets)),
+                names.setdefault(record.drop_class, len(names)),
                 0.0,
                 False,
                 0,
@@ -228,7 +227,7 @@ class FactsBuilder:
                 truncated,
                 len(steps),
                 calls,
-                float(data.get("wall_seconds", 0.0)),
+                float(record.wall_seconds),
                 math.nan,
                 0,
                 b"",
@@ -330,14 +329,14 @@ _COLUMNS = (
 )
 
 
-def _steps(steps: Sequence[Mapping[str, Any]]) -> tuple[float, bool, int]:
+def _steps(steps: Sequence[StepRecord]) -> tuple[float, bool, int]:
     """(completion tokens, whether any reply was cut at the token limit, tool calls) over
     the steps; the count is NaN when the agent reported none (the oracle, a replay)."""
     completion = calls = 0
     seen = truncated = False
     for step in steps:
-        calls += len(step["tool_calls"])
-        agent = step["agent"]
+        calls += len(step.tool_calls)
+        agent = step.agent
         if not isinstance(agent, dict):
             continue
         value = agent.get("completion_tokens")
@@ -367,11 +366,11 @@ def _objects(values: Sequence[Any]) -> ObjectArray:
     return out
 
 
-def _last_reply(steps: Sequence[Mapping[str, Any]]) -> str:
+def _last_reply(steps: Sequence[StepRecord]) -> str:
     """The text of the last action (a structured action's content, else "")."""
     if not steps:
         return ""
-    action = steps[-1]["action"]
+    action = steps[-1].action
     if isinstance(action, str):
         return action
     if isinstance(action, dict) and isinstance(action.get("content"), str):

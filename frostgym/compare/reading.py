@@ -17,7 +17,7 @@ from typing import Any
 from frostgym.cards.card import read_card_json, stream_records
 from frostgym.cards.store import gc_paused
 from frostgym.compare.facts import EpisodeFacts, FactsBuilder
-from frostgym.core.episode import RecordKind
+from frostgym.core.episode import EpisodeRecord, Record
 from frostgym.core.errors import CardNotCompleteError
 
 
@@ -35,9 +35,9 @@ class CardFacts:
     rows: Mapping[str, int]
 
 
-#: Called with each record as it is read (its kind, its line, the decoded record), after the
+#: Called with each record as it is read (its line, the typed record), after the
 #: record has passed every check and become a row: what a reader needs beyond the facts.
-RecordObserver = Callable[[RecordKind, bytes, Mapping[str, Any]], None]
+RecordObserver = Callable[[bytes, Record], None]
 
 
 def read_card_facts(directory: Path, observe: RecordObserver | None = None) -> CardFacts:
@@ -73,11 +73,12 @@ def read_records(
     of each plan id. Raises ``CardCorruptError`` as ``read_card_facts`` does."""
     builder = FactsBuilder()
     rows: dict[str, int] = {}
-    add = {"episode": builder.add_episode, "drop": builder.add_drop}
-    for kind, line, record in stream_records(directory, card, plan):
-        rows[record["plan_id"]] = add[kind](record)
+    for line, record in stream_records(directory, card, plan):
+        rows[record.plan_id] = (
+            builder.add_episode(record) if isinstance(record, EpisodeRecord) else builder.add_drop(record)
+        )
         if observe is not None:
-            observe(kind, line, record)
+            observe(line, record)
     return builder.build(), rows
 
 

@@ -1,14 +1,16 @@
-"""The episode record types: a completed episode, a dropped one, the one shape of a drop,
-and the head of either that accounting and score views read.
+"""The episode record types, declared once: a completed episode, a dropped one, the one
+shape of a drop, and the head of either that accounting and score views read.
 
 Envs do not build records (their ``info`` must stay free of timings to be frozen); the
 runner does, adding what only it can see: agent traces, seeds it handed out and
-wall-clock times. Replay, regrade and the card's views read the same records back, each
-through one decoding function here that checks what its readers rely on (the rules are in
-``record_problem`` and ``head_problem``, nowhere else) and builds the typed record.
+wall-clock times. Replay, regrade, compare, the report and the card's views read the same
+records back. Each record is a ``msgspec.Struct``: the declaration below is the validation
+a card's reader runs on decoding (types, closed vocabularies, bounds, and the cross-field
+rules in each ``__post_init__``), and ``frostgym.cards.schema`` derives the published JSON
+Schema from it, so the three cannot drift apart.
 
 Field order is part of how records are read back fast, not of what they mean: a record's
-head (the fields ``RecordHead`` holds) comes first on its JSON line, and ``episode_id``
+head (``EpisodeHead`` or ``DropHead``) comes first on its JSON line, and ``episode_id``
 right after it, so ``head_from_line`` decodes the head alone without the trajectory.
 """
 
@@ -17,13 +19,18 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, get_args
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Final, Literal, NotRequired, Protocol, TypedDict, TypeVar, get_args
 
+import msgspec
 import orjson
 
+from frostgym.core.grade import GradeRecord
 from frostgym.core.messages import Action, Message, Observation, clean_text
+from frostgym.core.seeding import SEED_BITS
+from frostgym.core.splits import Split
 
 #: An action is stored whole in the episode record up to this many characters (its JSON
 #: text, for a structured action): the longest reply a well-behaved policy emits
@@ -107,14 +114,30 @@ class Drop:
         return cls(data["drop_class"], data["stage"], data["error"])
 
 
-@dataclass
-class ObservationDelta:
+# -- field types: what each field may hold, as the declaration, the decoder and the schema see it
+NonNegative = Annotated[int, msgspec.Meta(ge=0)]
+Seed = Annotated[int, msgspec.Meta(ge=0, le=2**SEED_BITS - 1, description="a derived seed: 63 bits, so it fits int64")]
+SeedDerivation = Annotated[
+    list[str | NonNegative],
+    msgspec.Meta(min_length=1, description="the frostgym.core.seeding.derive_seed parts that gave the seed"),
+]
+Seconds = Annotated[float, msgspec.Meta(ge=0.0)]
+UnixTime = Annotated[float, msgspec.Meta(ge=0.0, description="seconds since the epoch")]
+Sha256 = Annotated[str, msgspec.Meta(pattern="^[0-9a-f]{64}$")]
+Name = Annotated[str, msgspec.Meta(min_length=1)]
+OneLine = Annotated[str, msgspec.Meta(pattern="^[^\\n\\r]*$", description="one line")]
+
+
+class ObservationDelta(msgspec.Struct, omit_defaults=True, forbid_unknown_fields=True):
     """The observation after a step as an edit of the one before it: keep the first
     ``keep`` messages, then append ``new``. Conversations grow by appending, so this
     stores each message once instead of the whole history at every step."""
 
-    keep: int
+    keep: NonNegative
     new: list[Message]
+    #: Read in frostgym.card/3 lines, never written: the step's action, said by this role,
+    #: comes before ``new`` (stored once, in ``action``); ``StepRecord`` restores it.
+    echo: Literal["assistant"] | None = None
 
     @staticmethod
     def between(before: Observation, after: Observation) -> ObservationDelta:
@@ -129,25 +152,37 @@ class ObservationDelta:
         return [*before[: self.keep], *self.new]
 
 
-@dataclass
-class StepRecord:
-    turn: int
-    agent_seed: int  # the sampling seed handed to the agent for this call
+class StepRecord(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    """One step of an episode: what the agent sent and the env made of it."""
+
+    turn: NonNegative
+    agent_seed: Seed  # the sampling seed handed to the agent for this call
     action: Action  # exactly what the agent returned, before any env coercion
     agent: dict[str, Any]  # prompt/completion tokens, finish reason, logprobs, ...
     tool_calls: list[dict[str, Any]]  # as the env parsed them from the action
     tool_results: list[dict[str, Any]]  # what each call returned
-    grade: dict[str, Any] | None  # the final grade, or a graded intermediate turn
+    #: The final grade, or a graded intermediate turn. Null on the line of the step that
+    #: ended the episode when its grade is the episode's own (stored once, on the episode).
+    grade: GradeRecord | None
     reward: float
     terminated: bool
     truncated: bool
     info: dict[str, Any]  # the env's info minus the fields above
     observation: ObservationDelta  # the observation after this step
-    agent_seconds: float  # this episode's share of the batched agent call
-    env_seconds: float
+    agent_seconds: Seconds  # this episode's share of the batched agent call
+    env_seconds: Seconds
     #: None when ``action`` is exactly what the agent sent; else how it was stored
     #: (``stored_action``): its full length and sha256, and why the record differs.
-    action_stored: dict[str, Any] | None = None
+    action_stored: StoredAction | None = None
+
+    def __post_init__(self) -> None:
+        _check_grade(self.grade, "grade")
+        delta = self.observation
+        if delta.echo is not None:
+            if type(self.action) is not str:
+                raise ValueError("'observation.echo' only follows a text action")
+            delta.new = [{"role": delta.echo, "content": self.action}, *delta.new]
+            delta.echo = None
 
     @property
     def action_is_whole(self) -> bool:
@@ -156,7 +191,396 @@ class StepRecord:
         return self.action_stored is None or "chars" not in self.action_stored
 
 
-def stored_action(action: Action | bytes) -> tuple[Action, dict[str, Any] | None]:
+class StoredAction(TypedDict):
+    """How a step's ``action`` differs from what the agent sent (``stored_action``):
+    ``sanitized``, lone surrogates or invalid UTF-8 replaced by U+FFFD; ``chars``,
+    ``sha256`` and ``prefix_chars``, an over-long action (its JSON text, when structured)
+    kept as its first ``prefix_chars`` characters."""
+
+    kind: Literal["text", "structured"]
+    sanitized: NotRequired[Literal[True]]
+    chars: NotRequired[NonNegative]
+    sha256: NotRequired[Sha256]
+    prefix_chars: NotRequired[NonNegative]
+
+
+class RecordHead(msgspec.Struct, kw_only=True):
+    """Which planned episode a record is and the slices it falls in: the first fields of
+    every record's line. Its two kinds, ``EpisodeHead`` and ``DropHead``, add how it scored;
+    a head is what accounting and the score views read (``head_from_line``), and a record
+    is its own head with the trajectory after it."""
+
+    plan_id: Name
+    env_id: Name
+    task_id: Name
+    sample: NonNegative
+    difficulty: str | None
+    tags: list[str]
+
+    @staticmethod
+    def from_json(data: Any, kind: RecordKind) -> Head:
+        """The head of a ``kind`` record (``orjson.loads`` of a line, or only its first
+        fields). Raises ``ValueError`` naming what makes it not one."""
+        return _convert(data, _HEADS[kind], kind)
+
+
+class EpisodeHead(RecordHead, kw_only=True):
+    """The head of a completed episode: its ``reward`` and its ``grade``."""
+
+    reward: float
+    grade: GradeRecord | None
+
+    def __post_init__(self) -> None:
+        if not math.isfinite(self.reward):
+            raise ValueError(f"'reward' must be a finite number, not {self.reward!r}")
+        _check_grade(self.grade, "grade")
+
+    @property
+    def drop(self) -> None:
+        """A completed episode has no drop."""
+        return None
+
+
+class DropHead(RecordHead, kw_only=True):
+    """The head of a dropped episode: its drop, spelled out (``drop_class``, ``stage``,
+    ``error``) with how the views count it (``counted_as``, implied by the class). It has
+    reward 0 and no grade."""
+
+    drop_class: DropClass
+    counted_as: CountedAs
+    stage: Stage
+    error: OneLine
+
+    def __post_init__(self) -> None:
+        if self.counted_as != (implied := COUNTED_AS[self.drop_class]):
+            raise ValueError(f"'counted_as' is {self.counted_as!r}, but a {self.drop_class} drop counts as {implied!r}")
+
+    @property
+    def drop(self) -> Drop:
+        return Drop(self.drop_class, self.stage, self.error)
+
+    @property
+    def reward(self) -> float:
+        return 0.0
+
+    @property
+    def grade(self) -> None:
+        return None
+
+
+Head = EpisodeHead | DropHead
+
+
+class EpisodeRecord(EpisodeHead, kw_only=True, forbid_unknown_fields=True):
+    """A completed episode: its head, then the full trajectory (one line of
+    ``episodes.jsonl``)."""
+
+    episode_id: Name
+    split: Split
+    seed: Seed  # the seed passed to env.reset
+    seed_derivation: SeedDerivation  # the derive_seed parts that gave ``seed``
+    env_version: Name
+    fixture_sha256: Sha256
+    task_sha256: Sha256
+    attempts: Annotated[int, msgspec.Meta(ge=1)]
+    started_at: UnixTime
+    wall_seconds: Seconds
+    observation: Observation  # at reset
+    steps: list[StepRecord]
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        ending = self.steps[-1] if self.steps else None
+        if ending is not None and ending.grade is None and (ending.terminated or ending.truncated):
+            ending.grade = self.grade  # stored once, on the episode (``encode``)
+
+    def head(self) -> EpisodeHead:
+        return EpisodeHead(
+            plan_id=self.plan_id,
+            env_id=self.env_id,
+            task_id=self.task_id,
+            sample=self.sample,
+            difficulty=self.difficulty,
+            tags=self.tags,
+            reward=self.reward,
+            grade=self.grade,
+        )
+
+    @classmethod
+    def from_json(cls, data: Any) -> EpisodeRecord:  # type: ignore[override]
+        """The record one line of ``episodes.jsonl`` holds (``orjson.loads`` of it). Raises
+        ``ValueError`` naming what makes it not an episode record."""
+        return _convert(data, cls, "episode")
+
+    def encode(self, dumps: Callable[[Any], bytes]) -> bytes:
+        """This record as a line of ``episodes.jsonl``, encoded by ``dumps``, in the form a
+        card stores it (``frostgym.card/3`` and later): the step that ended the episode
+        holds no grade when its grade is the episode's own (the runner makes them one
+        object), which ``grade`` holds and decoding puts back. The step is restored before
+        this returns, whatever ``dumps`` raises."""
+        ending = self.steps[-1] if self.steps else None
+        if ending is None or ending.grade is None or ending.grade is not self.grade:
+            return dumps(self)
+        ending.grade = None
+        try:
+            return dumps(self)
+        finally:
+            ending.grade = self.grade
+
+
+class DropRecord(DropHead, kw_only=True, forbid_unknown_fields=True):
+    """An episode that was not scored normally, with what is known of it: its drop
+    (``drop_class``, ``stage``, ``error``; ``drop`` as one value), the partial trajectory,
+    and how views count it (one line of ``drops.jsonl``)."""
+
+    episode_id: Name | None  # None when the episode never reset
+    seed: Seed
+    seed_derivation: SeedDerivation
+    traceback: str | None
+    attempts: Annotated[int, msgspec.Meta(ge=1)]
+    earlier_errors: list[OneLine]  # one line per failed earlier attempt
+    observation: Observation
+    steps: list[StepRecord]
+    started_at: UnixTime
+    wall_seconds: Seconds
+
+    def head(self) -> DropHead:
+        return DropHead(
+            plan_id=self.plan_id,
+            env_id=self.env_id,
+            task_id=self.task_id,
+            sample=self.sample,
+            difficulty=self.difficulty,
+            tags=self.tags,
+            drop_class=self.drop_class,
+            counted_as=self.counted_as,
+            stage=self.stage,
+            error=self.error,
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        """The line ``drops.jsonl`` holds for it, as data (its steps stay records)."""
+        return msgspec.structs.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Any) -> DropRecord:  # type: ignore[override]
+        """The record one line of ``drops.jsonl`` holds (``orjson.loads`` of it). Raises
+        ``ValueError`` naming what makes it not a drop record."""
+        return _convert(data, cls, "drop")
+
+
+Record = EpisodeRecord | DropRecord
+RecordKind = Literal["episode", "drop"]
+_HEADS: Final[dict[RecordKind, type[EpisodeHead] | type[DropHead]]] = {"episode": EpisodeHead, "drop": DropHead}
+_RECORDS: Final[dict[RecordKind, type[EpisodeRecord] | type[DropRecord]]] = {
+    "episode": EpisodeRecord,
+    "drop": DropRecord,
+}
+#: The fields each record type's line must hold.
+_REQUIRED: Final[dict[type[Any], frozenset[str]]] = {
+    struct: frozenset(field.encode_name for field in msgspec.structs.fields(struct) if field.required)
+    for struct in (EpisodeHead, DropHead, EpisodeRecord, DropRecord, StepRecord)
+}
+
+
+def _check_grade(grade: GradeRecord | None, where: str) -> None:
+    """The rules a stored grade meets beyond its fields' types: every required component is
+    among its components, and ``details.answer_key`` (what maj@k votes with) is a string
+    or null."""
+    if grade is None:
+        return
+    components = grade["components"]
+    for name in grade["required"]:
+        if name not in components:
+            raise ValueError(f"{where}: required component {_short(name)} is not among its components")
+    answer_key = grade.get("details", {}).get("answer_key")
+    if answer_key is not None and type(answer_key) is not str:
+        raise ValueError(f"{where}: 'details.answer_key' must be a string or null, not {_short(answer_key)}")
+
+
+# -- reading records back: one decoder per type, and their errors in words -------------------
+_RECORD_DECODERS: Final[dict[RecordKind, msgspec.json.Decoder[Any]]] = {
+    kind: msgspec.json.Decoder(record) for kind, record in _RECORDS.items()
+}
+_HEAD_DECODERS: Final[dict[RecordKind, msgspec.json.Decoder[Any]]] = {
+    kind: msgspec.json.Decoder(head) for kind, head in _HEADS.items()
+}
+
+
+def decode_line(line: bytes, kind: RecordKind) -> Record:
+    """The ``kind`` record on one JSON line of a card. Raises ``ValueError`` naming what
+    makes the line not one (not JSON, a missing or mistyped field, a broken rule)."""
+    try:
+        record: Record = _RECORD_DECODERS[kind].decode(line)
+    except msgspec.DecodeError as error:
+        raise _refused(error, kind, line, _RECORDS[kind]) from None
+    return record
+
+
+def decode_record(data: Any, kind: RecordKind) -> Record:
+    """The ``kind`` record that ``data`` (one decoded JSON line) holds. Raises
+    ``ValueError`` naming what is wrong."""
+    return _convert(data, _RECORDS[kind], kind)
+
+
+def record_problem(data: Any, kind: RecordKind) -> str | None:
+    """What makes ``data`` (one JSON line read back from a card, decoded) not a ``kind``
+    record as the runner writes it, in words; None when it is one."""
+    try:
+        decode_record(data, kind)
+    except ValueError as error:
+        return str(error)
+    return None
+
+
+#: Where a record's head ends on its line: ``episode_id`` is the first field after it.
+_HEAD_END = b',"episode_id":'
+
+
+def head_from_line(line: bytes, kind: RecordKind) -> Head:
+    """The head of the record on one JSON line of a card, decoding only the line's first
+    fields when it is laid out as records are written (head first), else the whole line
+    (a head's decoder skips the fields after it). Raises ``ValueError`` for a line that is
+    not JSON or not a ``kind`` record's head.
+
+    The cut is safe on any line: ``,"episode_id":`` outside a string is a key, and when it
+    is not the line's own top-level key, the prefix closed with one ``}`` is not JSON, so
+    the whole line is decoded instead; a prefix that decodes is exactly the top-level fields
+    before it."""
+    decoder = _HEAD_DECODERS[kind]
+    end = line.find(_HEAD_END)
+    if end > 0:
+        try:
+            head: Head = decoder.decode(line[:end] + b"}")
+            return head
+        except msgspec.DecodeError:
+            pass  # not cut at the top level, or not laid out head first: read it whole
+    try:
+        head = decoder.decode(line)
+    except msgspec.DecodeError as error:
+        raise _refused(error, kind, line, _HEADS[kind]) from None
+    return head
+
+
+R = TypeVar("R")
+
+
+def _convert(data: Any, to: type[R], kind: RecordKind) -> R:
+    try:
+        return msgspec.convert(data, to)
+    except msgspec.ValidationError as error:
+        raise ValueError(first_problem(data, to, kind, error)) from None
+
+
+_ERROR = re.compile(r"(?P<what>.*?)(?: - at `\$(?P<path>[^`]*)`)?", re.DOTALL)
+_MISSING = re.compile(r"Object missing required field `(?P<name>[^`]*)`")
+_UNKNOWN = re.compile(r"Object contains unknown field `(?P<name>[^`]*)`")
+_EXPECTED = re.compile(r"Expected `(?P<want>[^`]*)`, got `(?P<got>[^`]*)`")
+_BOUND = re.compile(r"Expected `(?P<want>[^`]*)` (?P<rule>.+)")
+_ENUM = re.compile(r"Invalid enum value (?P<value>.*)")
+_JSON_TYPES: Final = {"str": "string", "int": "number", "float": "number", "bool": "boolean"}
+_WANTED: Final = {
+    "str": "a string",
+    "int": "an integer",
+    "float": "a number",
+    "array": "an array",
+    "object": "an object",
+}
+_ENUM_NAMES: Final = {"drop_class": "drop class", "stage": "drop stage"}
+
+
+def _refused(error: msgspec.DecodeError, kind: RecordKind, line: bytes, to: type[Any]) -> ValueError:
+    """A decoder's error as the ``ValueError`` readers catch: ``json.JSONDecodeError`` for
+    a line that is not JSON, else the first problem in words (``first_problem``)."""
+    if not isinstance(error, msgspec.ValidationError):
+        return json.JSONDecodeError(str(error), "", 0)
+    return ValueError(first_problem(orjson.loads(line), to, kind, error))
+
+
+def first_problem(data: Any, to: type[Any], kind: RecordKind, error: msgspec.ValidationError) -> str:
+    """What is wrong with ``data``, which decoding to ``to`` (a record or head type) refused
+    with ``error``, in words, in the order a reader would look: the head's missing fields,
+    then the head, then the rest's missing fields, then the steps' (a line that lacks fields
+    is most likely not a record at all), and a grade component by its name."""
+    if type(data) is not dict:
+        return problem_in_words(error, kind)
+    name = "an episode record" if kind == "episode" else "a drop record"
+    head = _HEADS[kind]
+    if missing := _REQUIRED[head] - data.keys():
+        return f"not {name}: no {_names(missing)}"
+    if to is not head:
+        try:
+            msgspec.convert(data, head)
+        except msgspec.ValidationError as head_error:
+            return _component_problem(data.get("grade"), "grade") or problem_in_words(head_error, kind)
+        if missing := _REQUIRED[to] - data.keys():
+            return f"not {name}: no {_names(missing)}"
+    steps = data.get("steps") if to is not head else None
+    for number, step in enumerate(steps if type(steps) is list else ()):
+        if type(step) is dict:
+            if missing := _REQUIRED[StepRecord] - step.keys():
+                return f"step {number} has no {_names(missing)}"
+            if problem := _component_problem(step.get("grade"), f"step {number} grade"):
+                return problem
+    return _component_problem(data.get("grade"), "grade") or problem_in_words(error, kind)
+
+
+def _names(keys: frozenset[str] | set[str]) -> str:
+    return ", ".join(repr(key) for key in sorted(keys)[:4])
+
+
+def _component_problem(grade: Any, where: str) -> str | None:
+    """A grade component that is not a number, by name (a decoder's path names no key)."""
+    components = grade.get("components") if type(grade) is dict else None
+    for name, value in components.items() if type(components) is dict else ():
+        if type(value) not in (int, float):
+            return f"{where}: component {name!r} is {_short(value)}, not a number"
+    return None
+
+
+def problem_in_words(error: msgspec.ValidationError, kind: RecordKind) -> str:
+    """What msgspec found wrong with a record, said as a reader of the card would: which
+    field or step, and what is missing, mistyped or broken."""
+    match = _ERROR.fullmatch(str(error))
+    what, path = (match["what"], match["path"] or "") if match else (str(error), "")
+    where = _where(path)
+    if found := _MISSING.fullmatch(what):
+        name = "an episode record" if kind == "episode" else "a drop record"
+        return f"{where} has no {found['name']!r}" if where else f"not {name}: no {found['name']!r}"
+    if found := _UNKNOWN.fullmatch(what):
+        return f"{where or 'the record'} has an unknown field {found['name']!r}"
+    if found := _EXPECTED.fullmatch(what):
+        got = _JSON_TYPES.get(found["got"], found["got"])
+        want = " or ".join(_JSON_TYPES.get(part, part) for part in found["want"].split(" | "))
+        if not where:
+            return f"not {'an episode record' if kind == 'episode' else 'a drop record'} but a JSON {got}"
+        return f"{where} is a JSON {got}, not {'an' if want[0] in 'aeiou' else 'a'} {want}"
+    if found := _BOUND.fullmatch(what):
+        return f"{where or 'the record'} must be {_WANTED.get(found['want'], found['want'])} {found['rule']}"
+    if found := _ENUM.fullmatch(what):
+        field = path.rsplit(".", 1)[-1]
+        return f"unknown {_ENUM_NAMES.get(field, field)} {found['value']}"
+    return f"{where}: {what}" if where else what
+
+
+def _where(path: str) -> str:
+    """``.steps[0].grade.score`` as "step 0 grade 'score'"; "" for the record itself."""
+    words: list[str] = []
+    for part in re.findall(r"\.([^.\[]+)|\[(\d+)\]", path):
+        name, index = part
+        if index:
+            if words and words[-1] == "'steps'":
+                words[-1] = f"step {index}"
+            else:
+                words.append(f"item {index}")
+        elif name == "grade":
+            words.append("grade")
+        else:
+            words.append(repr(name))
+    return " ".join(words)
+
+
+def stored_action(action: Action | bytes) -> tuple[Action, StoredAction | None]:
     """``action`` as the episode record keeps it, and a note when that is not the action
     itself (``{"kind": "text" | "structured", ...}``):
 
@@ -168,6 +592,7 @@ def stored_action(action: Action | bytes) -> tuple[Action, dict[str, Any] | None
       ``"prefix_chars"`` of the whole, so a record's size is bounded.
     """
     kept: Action
+    kind: Literal["text", "structured"]
     if isinstance(action, (str, bytes)):
         text, sanitized = clean_text(action)
         kind, kept = "text", text
@@ -175,17 +600,15 @@ def stored_action(action: Action | bytes) -> tuple[Action, dict[str, Any] | None
         text, sanitized = _json_text(action)
         kind = "structured"
         kept = json.loads(text) if sanitized else action
-    note: dict[str, Any] = {"kind": kind, "sanitized": True} if sanitized else {}
+    note: StoredAction = {"kind": kind}
+    if sanitized:
+        note["sanitized"] = True
     if len(text) <= STORED_ACTION_CHARS:
-        return kept, note or None
-    whole = text.encode("utf-8")
-    return text[:STORED_ACTION_PREFIX], {
-        "kind": kind,
-        **note,
-        "chars": len(text),
-        "sha256": hashlib.sha256(whole).hexdigest(),
-        "prefix_chars": STORED_ACTION_PREFIX,
-    }
+        return kept, note if sanitized else None
+    note["chars"] = len(text)
+    note["sha256"] = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    note["prefix_chars"] = STORED_ACTION_PREFIX
+    return text[:STORED_ACTION_PREFIX], note
 
 
 def _json_text(action: Any) -> tuple[str, bool]:
@@ -215,7 +638,7 @@ EPISODE_INFO_KEYS = (
 )
 
 
-def split_step_info(info: dict[str, Any]) -> tuple[dict[str, Any], list[Any], list[Any], dict[str, Any] | None]:
+def split_step_info(info: dict[str, Any]) -> tuple[dict[str, Any], list[Any], list[Any], GradeRecord | None]:
     """(rest of info, tool calls, tool results, grade) from an env's step ``info``: the
     one place that decides which info fields a step record lifts out or leaves out, for
     both the runner and replay."""
@@ -224,251 +647,8 @@ def split_step_info(info: dict[str, Any]) -> tuple[dict[str, Any], list[Any], li
     results = rest.pop("tool_results", [])
     grade = rest.pop("grade", None)
     turn_grade = rest.pop("turn_grade", None)
-    return rest, calls, results, grade if grade is not None else turn_grade
-
-
-@dataclass(kw_only=True)
-class EpisodeRecord:
-    """A completed episode: the full trajectory and its grade. The fields up to ``grade``
-    are its head (``RecordHead``), written first on its line; keep them first."""
-
-    plan_id: str
-    env_id: str
-    task_id: str
-    sample: int
-    difficulty: str | None
-    tags: list[str]
-    reward: float = 0.0
-    grade: dict[str, Any] | None = None
-    episode_id: str
-    split: str
-    seed: int  # the seed passed to env.reset
-    seed_derivation: list[str | int]  # the derive_seed parts that gave ``seed``
-    env_version: str
-    fixture_sha256: str
-    task_sha256: str
-    attempts: int = 1
-    started_at: float = 0.0  # unix time
-    wall_seconds: float = 0.0
-    observation: Observation  # at reset
-    steps: list[StepRecord] = field(default_factory=list)
-
-    def head(self) -> RecordHead:
-        return RecordHead(
-            self.plan_id, self.env_id, self.task_id, self.sample, self.difficulty, self.tags, self.reward, self.grade
-        )
-
-    @classmethod
-    def from_json(cls, data: Any) -> EpisodeRecord:
-        """The record one line of ``episodes.jsonl`` holds (``orjson.loads`` of it). Raises
-        ``ValueError`` naming what makes it not an episode record (``record_problem``)."""
-        if problem := record_problem(data, "episode"):
-            raise ValueError(problem)
-        plain = {name: data[name] for name in _EPISODE_PLAIN_FIELDS}
-        record = cls(**plain, steps=[_step(step) for step in data["steps"]])
-        ending = record.steps[-1] if record.steps else None
-        if ending is not None and ending.grade is None and (ending.terminated or ending.truncated):
-            ending.grade = record.grade  # stored once, on the episode (``encode``)
-        return record
-
-    def encode(self, dumps: Callable[[Any], bytes]) -> bytes:
-        """This record as a line of ``episodes.jsonl``, encoded by ``dumps``, in the form a
-        card stores it (``frostgym.card/3``), which ``from_json`` reads back to this record:
-        the step that ended the episode holds no grade when its grade is the episode's own
-        (the runner makes them one object): ``grade`` holds it.
-
-        Why: it was stored twice, an eighth of a math record. A /3 delta may also say
-        ``"echo": "assistant"`` for a first new message that repeated the step's action
-        (``from_json`` reads it); cards are no longer written that way, because finding and
-        restoring those steps cost the run's thread 1.6 us a record, most of what encoding
-        one costs, for a tenth fewer bytes, which cost a thread of their own far less.
-        The step is restored before this returns, whatever ``dumps`` raises."""
-        ending = self.steps[-1] if self.steps else None
-        if ending is None or ending.grade is None or ending.grade is not self.grade:
-            return dumps(self)
-        ending.grade = None
-        try:
-            return dumps(self)
-        finally:
-            ending.grade = self.grade
-
-
-@dataclass(kw_only=True)
-class DropRecord:
-    """An episode that was not scored normally, with what is known of it: its ``drop``
-    (class, stage, error), the partial trajectory, and how views count it. On disk
-    (``to_json``) the drop's fields are spelled out after the head, as ``drop_class``,
-    ``counted_as``, ``stage`` and ``error``."""
-
-    plan_id: str
-    env_id: str
-    task_id: str
-    sample: int
-    difficulty: str | None
-    tags: list[str]
-    drop: Drop
-    episode_id: str | None = None  # None when the episode never reset
-    seed: int
-    seed_derivation: list[str | int]
-    traceback: str | None = None
-    attempts: int = 1
-    earlier_errors: list[str] = field(default_factory=list)  # one line per failed earlier attempt
-    observation: Observation = field(default_factory=list)
-    steps: list[StepRecord] = field(default_factory=list)
-    started_at: float = 0.0
-    wall_seconds: float = 0.0
-
-    @property
-    def counted_as(self) -> CountedAs:
-        return self.drop.counted_as
-
-    def head(self) -> RecordHead:
-        return RecordHead(
-            self.plan_id, self.env_id, self.task_id, self.sample, self.difficulty, self.tags, 0.0, None, self.drop
-        )
-
-    def to_json(self) -> dict[str, Any]:
-        """The line ``drops.jsonl`` holds for it (steps stay dataclasses: orjson writes them)."""
-        return {
-            "plan_id": self.plan_id,
-            "env_id": self.env_id,
-            "task_id": self.task_id,
-            "sample": self.sample,
-            "difficulty": self.difficulty,
-            "tags": self.tags,
-            "drop_class": self.drop.drop_class,
-            "counted_as": self.drop.counted_as,
-            "stage": self.drop.stage,
-            "error": self.drop.error,
-            "episode_id": self.episode_id,
-            "seed": self.seed,
-            "seed_derivation": self.seed_derivation,
-            "traceback": self.traceback,
-            "attempts": self.attempts,
-            "earlier_errors": self.earlier_errors,
-            "observation": self.observation,
-            "steps": self.steps,
-            "started_at": self.started_at,
-            "wall_seconds": self.wall_seconds,
-        }
-
-    @classmethod
-    def from_json(cls, data: Any) -> DropRecord:
-        """The record one line of ``drops.jsonl`` holds (``orjson.loads`` of it). Raises
-        ``ValueError`` naming what makes it not a drop record (``record_problem``)."""
-        if problem := record_problem(data, "drop"):
-            raise ValueError(problem)
-        plain = {name: data[name] for name in _DROP_PLAIN_FIELDS}
-        drop = Drop(data["drop_class"], data["stage"], data["error"])
-        return cls(**plain, drop=drop, steps=[_step(step) for step in data["steps"]])
-
-
-#: The record fields a line holds as they are (read back by name, in one place each).
-_EPISODE_PLAIN_FIELDS = tuple(name for name in EpisodeRecord.__dataclass_fields__ if name != "steps")
-_DROP_PLAIN_FIELDS = tuple(name for name in DropRecord.__dataclass_fields__ if name not in ("drop", "steps"))
-
-
-def _step(data: dict[str, Any]) -> StepRecord:
-    """A step of a record ``record_problem`` has passed."""
-    delta = data["observation"]
-    return StepRecord(
-        turn=data["turn"],
-        agent_seed=data["agent_seed"],
-        action=data["action"],
-        agent=data["agent"],
-        tool_calls=data["tool_calls"],
-        tool_results=data["tool_results"],
-        grade=data["grade"],
-        reward=data["reward"],
-        terminated=data["terminated"],
-        truncated=data["truncated"],
-        info=data["info"],
-        observation=ObservationDelta(
-            delta["keep"],
-            [{"role": delta["echo"], "content": data["action"]}, *delta["new"]] if "echo" in delta else delta["new"],
-        ),
-        agent_seconds=data["agent_seconds"],
-        env_seconds=data["env_seconds"],
-        action_stored=data.get("action_stored"),
-    )
-
-
-Record = EpisodeRecord | DropRecord
-RecordKind = Literal["episode", "drop"]
-
-
-@dataclass(slots=True)
-class RecordHead:
-    """What accounting and the score views read of a record: which planned episode it is,
-    the slices it falls in, and how it scored (``reward`` and ``grade`` of a completed
-    episode; ``drop`` of a dropped one, which has reward 0 and no grade).
-
-    A head is read, never changed (not frozen only because a frozen dataclass costs eight
-    times as much to build, and a card's read-back builds one per line); ``tags`` and
-    ``grade`` are the record's own objects, shared rather than copied.
-    """
-
-    plan_id: str
-    env_id: str
-    task_id: str
-    sample: int
-    difficulty: str | None
-    tags: Sequence[str]
-    reward: float = 0.0
-    grade: Mapping[str, Any] | None = None
-    drop: Drop | None = None
-
-    @classmethod
-    def from_json(cls, data: Any, kind: RecordKind) -> RecordHead:
-        """The head of a record (``orjson.loads`` of a line, or only its first fields).
-        Raises ``ValueError`` naming what makes it not the head of a ``kind`` record
-        (``head_problem``)."""
-        if problem := head_problem(data, kind):
-            raise ValueError(problem)
-        if kind == "episode":
-            return cls(
-                data["plan_id"],
-                data["env_id"],
-                data["task_id"],
-                data["sample"],
-                data["difficulty"],
-                data["tags"],
-                data["reward"],
-                data["grade"],
-            )
-        drop = Drop(data["drop_class"], data["stage"], data["error"])
-        return cls(
-            data["plan_id"],
-            data["env_id"],
-            data["task_id"],
-            data["sample"],
-            data["difficulty"],
-            data["tags"],
-            drop=drop,
-        )
-
-
-#: Where a record's head ends on its line: ``episode_id`` is the first field after it.
-_HEAD_END = b',"episode_id":'
-
-
-def head_from_line(line: bytes, kind: RecordKind) -> RecordHead:
-    """The head of the record on one JSON line of a card, decoding only the line's first
-    fields when it is laid out as records are written (head first), else the whole line.
-    Raises ``ValueError`` (``orjson.JSONDecodeError`` is one) for a line that is not JSON
-    or not a ``kind`` record's head.
-
-    The cut is safe on any line: ``,"episode_id":`` outside a string is a key, and when it
-    is not the line's own top-level key, the prefix closed with one ``}`` is not JSON, so
-    the whole line is decoded instead; a prefix that decodes is exactly the top-level fields
-    before it."""
-    end = line.find(_HEAD_END)
-    if end > 0:
-        try:
-            return RecordHead.from_json(orjson.loads(line[:end] + b"}"), kind)
-        except ValueError:
-            pass  # not cut at the top level, or not laid out head first: read it whole
-    return RecordHead.from_json(orjson.loads(line), kind)
+    graded: GradeRecord | None = grade if grade is not None else turn_grade
+    return rest, calls, results, graded
 
 
 class PlannedIdentity(Protocol):
@@ -493,10 +673,20 @@ class PlannedIdentity(Protocol):
 
 
 def drop_record(
-    planned: PlannedIdentity, drop: Drop, *, traceback: str | None = None, attempts: int = 1, **known: Any
+    planned: PlannedIdentity,
+    drop: Drop,
+    *,
+    traceback: str | None = None,
+    attempts: int = 1,
+    earlier_errors: Sequence[str] = (),
+    episode_id: str | None = None,
+    observation: Observation | None = None,
+    steps: Sequence[StepRecord] = (),
+    started_at: float = 0.0,
+    wall_seconds: float = 0.0,
 ) -> DropRecord:
     """The drop of ``planned``: its identity, the drop, and whatever else is known of it
-    (``DropRecord``'s other fields by name)."""
+    (an episode that never reset has no ``episode_id``, observation or steps)."""
     return DropRecord(
         plan_id=planned.plan_id,
         env_id=planned.env_id,
@@ -504,214 +694,21 @@ def drop_record(
         sample=planned.sample,
         difficulty=planned.difficulty,
         tags=list(planned.tags),
+        drop_class=drop.drop_class,
+        counted_as=drop.counted_as,
+        stage=drop.stage,
+        error=drop.error,
+        episode_id=episode_id,
         seed=planned.seed,
         seed_derivation=list(planned.seed_derivation),
-        drop=drop,
         traceback=traceback,
         attempts=attempts,
-        **known,
+        earlier_errors=list(earlier_errors),
+        observation=[] if observation is None else observation,
+        steps=list(steps),
+        started_at=started_at,
+        wall_seconds=wall_seconds,
     )
-
-
-# -- the rules records read back must meet ---------------------------------------------------
-_HEAD_KEYS = frozenset(("plan_id", "env_id", "task_id", "sample", "difficulty", "tags"))
-_SCORE_KEYS = _HEAD_KEYS | {"reward", "grade"}
-_DROP_HEAD_KEYS = _HEAD_KEYS | {"drop_class", "counted_as", "stage", "error"}
-_STEP_KEYS = frozenset(
-    {"turn", "agent_seed", "action", "agent", "tool_calls", "tool_results", "grade", "reward", "terminated"}
-    | {"truncated", "info", "observation", "agent_seconds", "env_seconds"}
-)
-_GRADE_KEYS = frozenset(("score", "components", "weights", "required", "grader", "grader_version", "label"))
-_BODY_KEYS = frozenset(("episode_id", "seed", "seed_derivation", "attempts", "observation", "steps"))
-_BODY_KEYS |= {"started_at", "wall_seconds"}
-_EPISODE_KEYS = _SCORE_KEYS | _BODY_KEYS | {"split", "env_version", "fixture_sha256", "task_sha256"}
-_DROP_KEYS = _DROP_HEAD_KEYS | _BODY_KEYS | {"traceback", "earlier_errors"}
-_NUMBER = (int, float)
-# The same as sets of exact types, for the fast paths (``bool`` is not an ``int`` here).
-_NUMBERS: frozenset[type] = frozenset({int, float})
-_TEXT: frozenset[type] = frozenset({str})
-_TEXT_OR_NULL: frozenset[type] = frozenset({str, type(None)})
-
-
-def head_problem(data: Any, kind: RecordKind) -> str | None:
-    """What makes ``data`` not the head of an episode or drop record (``RecordHead``), in
-    words; None when it is one. These are the rules accounting and the views rely on: names
-    are strings, ``sample`` an integer >= 0, ``tags`` strings, an episode's ``reward`` a
-    finite number and its grade a grade (required components present, components numbers,
-    ``details.answer_key`` a string or null), a drop's class and stage known and its
-    ``counted_as`` the one its class implies."""
-    if _plainly_a_head(data, kind):
-        return None
-    name = "an episode record" if kind == "episode" else "a drop record"
-    if not isinstance(data, dict):
-        return f"not {name} but a JSON {_json_type(data)}"
-    if missing := (_SCORE_KEYS if kind == "episode" else _DROP_HEAD_KEYS) - data.keys():
-        return f"not {name}: no {', '.join(repr(k) for k in sorted(missing)[:4])}"
-    for key in ("plan_id", "env_id", "task_id"):
-        if not isinstance(data[key], str):
-            return f"{key!r} is a JSON {_json_type(data[key])}, not a string"
-    if type(data["sample"]) is not int or data["sample"] < 0:
-        return f"'sample' must be an integer >= 0, not {data['sample']!r}"
-    if data["difficulty"] is not None and not isinstance(data["difficulty"], str):
-        return f"'difficulty' must be a string or null, not {data['difficulty']!r}"
-    tags = data["tags"]
-    if not isinstance(tags, list) or not all(isinstance(tag, str) for tag in tags):
-        return f"'tags' must be an array of strings, not {_short(tags)}"
-    if kind == "drop":
-        problem = _drop_problem(data)
-        if problem is None and data["counted_as"] != (implied := COUNTED_AS[data["drop_class"]]):
-            return (
-                f"'counted_as' is {_short(data['counted_as'])}, but a {data['drop_class']} drop counts as {implied!r}"
-            )
-        return problem
-    reward = data["reward"]
-    if isinstance(reward, bool) or not isinstance(reward, _NUMBER) or not math.isfinite(reward):
-        return f"'reward' must be a finite number, not {_short(reward)}"
-    return _grade_problem(data["grade"], "grade")
-
-
-def record_problem(data: Any, kind: RecordKind) -> str | None:
-    """What makes ``data`` (one JSON line read back from a card) not an episode or drop
-    record as the runner writes it, in words; None when it is one. Checks the head
-    (``head_problem``), that every field is there, and the steps replay and resume read, so a
-    hand-edited or foreign line is named on reading instead of surfacing later as a
-    ``KeyError``."""
-    if _plainly_a_record(data, kind):
-        return None
-    if problem := head_problem(data, kind):
-        return problem
-    name = "an episode record" if kind == "episode" else "a drop record"
-    if missing := (_EPISODE_KEYS if kind == "episode" else _DROP_KEYS) - data.keys():
-        return f"not {name}: no {', '.join(repr(k) for k in sorted(missing)[:4])}"
-    if not isinstance(data["observation"], list):
-        return f"'observation' is a JSON {_json_type(data['observation'])}, not an array"
-    if not isinstance(data["steps"], list):
-        return f"'steps' is a JSON {_json_type(data['steps'])}, not an array"
-    for number, step in enumerate(data["steps"]):
-        if not isinstance(step, dict):
-            return f"step {number} is a JSON {_json_type(step)}, not an object"
-        if missing := _STEP_KEYS - step.keys():
-            return f"step {number} has no {', '.join(repr(k) for k in sorted(missing)[:4])}"
-        if not isinstance(step["turn"], int) or not isinstance(step["info"], dict):
-            return f"step {number}: 'turn' must be an integer and 'info' an object"
-        if not _plain_delta(step):
-            return (
-                f"step {number}: 'observation' must be an object with 'keep' (an integer) and 'new' (an array), "
-                "and 'echo' only as \"assistant\" after a text action"
-            )
-        if problem := _grade_problem(step["grade"], f"step {number} grade"):
-            return problem
-    return None
-
-
-def _plainly_a_head(data: Any, kind: RecordKind) -> bool:
-    """The common case in a few C-level checks (a card's whole read-back pays for this
-    once per line); anything unusual gets the full walk, which names the problem."""
-    if type(data) is not dict:
-        return False
-    if kind == "episode":
-        if not data.keys() >= _SCORE_KEYS:
-            return False
-        reward = data["reward"]
-        if not ((type(reward) is float and math.isfinite(reward)) or type(reward) is int):
-            return False
-        grade = data["grade"]
-        if grade is not None and not _plain_grade(grade):
-            return False
-    elif not (
-        data.keys() >= _DROP_HEAD_KEYS
-        and data["drop_class"] in DROP_CLASSES
-        and data["stage"] in STAGES
-        and type(data["error"]) is str
-        and data["counted_as"] == COUNTED_AS[data["drop_class"]]
-    ):
-        return False
-    sample = data["sample"]
-    tags = data["tags"]
-    return (
-        type(data["plan_id"]) is str
-        and type(data["env_id"]) is str
-        and type(data["task_id"]) is str
-        and type(sample) is int
-        and sample >= 0
-        and type(data["difficulty"]) in _TEXT_OR_NULL
-        and type(tags) is list
-        and set(map(type, tags)) <= _TEXT
-    )
-
-
-def _plainly_a_record(data: Any, kind: RecordKind) -> bool:
-    if not _plainly_a_head(data, kind) or not data.keys() >= (_EPISODE_KEYS if kind == "episode" else _DROP_KEYS):
-        return False
-    steps = data["steps"]
-    return (
-        type(data["observation"]) is list
-        and type(steps) is list
-        and all(type(step) is dict and step.keys() >= _STEP_KEYS and type(step["turn"]) is int for step in steps)
-        and all(type(step["info"]) is dict and _plain_delta(step) for step in steps)
-        and all(step["grade"] is None or _plain_grade(step["grade"]) for step in steps)
-    )
-
-
-def _plain_delta(step: Mapping[str, Any]) -> bool:
-    """A step's observation delta: ``keep`` and ``new``, and an ``echo`` only of a text action."""
-    delta = step["observation"]
-    return (
-        type(delta) is dict
-        and type(delta.get("keep")) is int
-        and type(delta.get("new")) is list
-        and ("echo" not in delta or (delta["echo"] == "assistant" and type(step["action"]) is str))
-    )
-
-
-def _plain_grade(grade: Any) -> bool:
-    if type(grade) is not dict or not grade.keys() >= _GRADE_KEYS:
-        return False
-    components = grade["components"]
-    required = grade["required"]
-    details = grade.get("details")
-    return (
-        type(components) is dict
-        and set(map(type, components.values())) <= _NUMBERS
-        and type(required) is list
-        and set(map(type, required)) <= _TEXT
-        and components.keys() >= set(required)
-        and type(grade["score"]) in _NUMBERS
-        and type(grade["grader"]) is str
-        and type(grade["grader_version"]) is str
-        and (details is None or (type(details) is dict and type(details.get("answer_key")) in _TEXT_OR_NULL))
-    )
-
-
-def _grade_problem(grade: Any, where: str) -> str | None:
-    if grade is None or _plain_grade(grade):
-        return None
-    if not isinstance(grade, dict):
-        return f"{where} is a JSON {_json_type(grade)}, not an object"
-    if missing := _GRADE_KEYS - grade.keys():
-        return f"{where} has no {', '.join(repr(k) for k in sorted(missing)[:4])}"
-    components, required = grade["components"], grade["required"]
-    if not isinstance(components, dict) or not isinstance(required, list):
-        return f"{where}: 'components' must be an object and 'required' an array"
-    for name, value in components.items():
-        if isinstance(value, bool) or not isinstance(value, _NUMBER):
-            return f"{where}: component {name!r} is {_short(value)}, not a number"
-    for name in required:
-        if not isinstance(name, str) or name not in components:
-            return f"{where}: required component {_short(name)} is not among its components"
-    score = grade["score"]
-    if isinstance(score, bool) or not isinstance(score, _NUMBER):
-        return f"{where}: 'score' is {_short(score)}, not a number"
-    for key in ("grader", "grader_version"):
-        if not isinstance(grade[key], str):
-            return f"{where}: {key!r} is a JSON {_json_type(grade[key])}, not a string"
-    details = grade.get("details")
-    if details is not None and not isinstance(details, dict):
-        return f"{where}: 'details' is a JSON {_json_type(details)}, not an object"
-    answer_key = (details or {}).get("answer_key")
-    if answer_key is not None and not isinstance(answer_key, str):
-        return f"{where}: 'details.answer_key' must be a string or null, not {_short(answer_key)}"
-    return None
 
 
 def _drop_problem(data: Any) -> str | None:
@@ -734,9 +731,3 @@ def _short(value: Any) -> str:
 def _json_type(value: Any) -> str:
     names = {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}
     return names.get(type(value), "number")
-
-
-def decode_record(data: Any, kind: RecordKind) -> EpisodeRecord | DropRecord:
-    """The ``kind`` record that ``data`` (one decoded JSON line) holds: ``EpisodeRecord.from_json``
-    or ``DropRecord.from_json``, which raise ``ValueError`` naming what is wrong."""
-    return EpisodeRecord.from_json(data) if kind == "episode" else DropRecord.from_json(data)

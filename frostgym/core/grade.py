@@ -6,9 +6,31 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any, NotRequired, TypedDict
+
+import msgspec
 
 from frostgym.core.errors import FrostgymError, GraderError
+
+#: A score or component: a number in [0, 1].
+Unit = Annotated[float, msgspec.Meta(ge=0.0, le=1.0)]
+
+
+class GradeRecord(TypedDict):
+    """A grade as records carry it (``Grade.to_dict``), in a step's ``info["grade"]`` and in
+    episode records: the one stored form, which a card's reader validates on decoding (the
+    rules records add, required components present and ``details.answer_key`` a string or
+    null, are ``frostgym.core.episode``'s)."""
+
+    score: Unit
+    components: dict[str, Unit]
+    weights: dict[str, Annotated[float, msgspec.Meta(ge=0.0)]]
+    required: list[str]
+    grader: Annotated[str, msgspec.Meta(min_length=1)]
+    grader_version: Annotated[str, msgspec.Meta(min_length=1)]
+    label: str | None
+    #: Grader-specific detail; ``answer_key`` (a string or null) is what maj@k votes with.
+    details: NotRequired[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -106,12 +128,13 @@ class Grade:
         """Solved: every required component is full (see ``passes``)."""
         return passes(self.to_dict())
 
-    def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-ready data: what ``info["grade"]`` and records carry."""
+    def to_dict(self) -> GradeRecord:
+        """Plain JSON-ready data: what ``info["grade"]`` and records carry. Numbers are
+        floats, as a card reads them back."""
         return {
-            "score": self.score,
-            "components": dict(self.components),
-            "weights": dict(self.weights),
+            "score": float(self.score),
+            "components": {name: float(value) for name, value in self.components.items()},
+            "weights": {name: float(value) for name, value in self.weights.items()},
             "required": list(self.required),
             "grader": self.grader,
             "grader_version": self.grader_version,

@@ -12,8 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import random
+from typing import TYPE_CHECKING
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where it is used: the card's readers need only SEED_BITS
+    import numpy as np
 
 SeedPart = str | int
 
@@ -42,9 +44,13 @@ def derive_random(*parts: SeedPart) -> random.Random:
 
 def derive_generator(*parts: SeedPart) -> np.random.Generator:
     """A private numpy ``Generator`` (PCG64) seeded from ``parts``."""
+    import numpy as np
+
     return np.random.default_rng(derive_seed(*parts))
 
 
 def draw_seed(rng: np.random.Generator) -> int:
     """Draw a fresh 63-bit seed from an existing generator (e.g. ``env.np_random``)."""
+    import numpy as np
+
     return int(rng.integers(0, 2**SEED_BITS, dtype=np.int64))

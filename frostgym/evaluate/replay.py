@@ -8,7 +8,7 @@ to have changed: it plays the same actions into a new card and diffs the grades.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -101,7 +101,9 @@ def replay_episode(env: FrozenEnv, episode: EpisodeRecord) -> str | None:
         except Exception as error:
             return f"{where}: the env raised {type(error).__name__}: {error}"
         rest, calls, results, grade = split_step_info(step_info)
-        if (step.action_stored or {}).get("sanitized"):  # the card holds the text as the env read it
+        if step.action_stored is not None and step.action_stored.get(
+            "sanitized"
+        ):  # the card holds the text as the env read it
             rest.setdefault("action_sanitized", True)
         replayed = {
             "grade": grade,
@@ -224,7 +226,8 @@ def grade_diff(before: Sequence[EpisodeRecord], after: Sequence[EpisodeRecord]) 
         previous = old.get(episode.plan_id)
         if previous is None:
             continue
-        a, b = previous.grade or {}, episode.grade or {}
+        a: Mapping[str, Any] = previous.grade or {}
+        b: Mapping[str, Any] = episode.grade or {}
         fields = ("score", "label", "components", "grader_version")
         if any(a.get(f) != b.get(f) for f in fields):
             changed.append(

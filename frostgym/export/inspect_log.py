@@ -276,8 +276,8 @@ def _input(observation: Sequence[ChatMessage]) -> str | list[ChatMessage]:
 
 def gold(record: Record) -> str:
     """The sample's target: the gold answer the grade records (``details.gold``), else ""."""
-    grade = record.grade if isinstance(record, EpisodeRecord) else None
-    value = ((grade or {}).get("details") or {}).get("gold")
+    details = record.grade.get("details") if isinstance(record, EpisodeRecord) and record.grade else None
+    value = (details or {}).get("gold")
     return value if isinstance(value, str) else ""
 
 
@@ -291,7 +291,7 @@ def scores(record: Record) -> dict[str, Score] | None:
             return None
         explanation = f"dropped ({record.drop.drop_class}): counted as a failure"
         return {REWARD: Score(value=0.0, explanation=explanation, metadata={"counted_as": record.counted_as})}
-    grade = record.grade or {}
+    grade: Mapping[str, Any] = record.grade or {}
     details = grade.get("details")
     result = {REWARD: Score(value=record.reward, explanation=grade.get("label"), metadata=details or None)}
     for name, value in (grade.get("components") or {}).items():
@@ -321,7 +321,7 @@ def sample_metadata(record: Record) -> dict[str, Any]:
             "counted_as": record.drop.counted_as,
             "earlier_errors": list(record.earlier_errors),
         }
-    grade = record.grade or {}
+    grade: Mapping[str, Any] = record.grade or {}
     return {
         **metadata,
         "split": record.split,

@@ -16,14 +16,13 @@ from __future__ import annotations
 
 import base64
 import gzip
-from collections.abc import Mapping
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from frostgym.compare.reading import CardFacts, read_card_facts
-from frostgym.core.episode import RecordKind
+from frostgym.core.episode import DropRecord, Record
 
 #: Records per chunk: ~1.3 MB of JSON for math episodes, a fraction of that gzipped, so
 #: opening an episode decodes one small file, and a 100,000-episode card is 200 files.
@@ -61,9 +60,9 @@ def read_report_card(directory: Path, label: str, number: int, data_dir: Path) -
     chars: list[int] = []
     writer = _ChunkWriter(out, number)
 
-    def observe(kind: RecordKind, line: bytes, record: Mapping[str, Any]) -> None:
-        stages.append(record.get("stage") if kind == "drop" else None)
-        chars.append(sum(_reply_chars(step.get("action")) for step in record["steps"]))
+    def observe(line: bytes, record: Record) -> None:
+        stages.append(record.stage if isinstance(record, DropRecord) else None)
+        chars.append(sum(_reply_chars(step.action) for step in record.steps))
         writer.add(line)
 
     try:

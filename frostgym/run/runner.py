@@ -314,6 +314,10 @@ class _Run:
             observation=copy_messages(observation),
             attempts=attempt.number,
             started_at=began,
+            reward=0.0,
+            grade=None,
+            wall_seconds=0.0,
+            steps=[],
         )
         return _Live(attempt, env, record, observation, time.perf_counter())
 

@@ -372,7 +372,7 @@ def test_a_huge_reply_is_stored_as_prefix_length_and_hash(tmp_path: Path) -> Non
 
 
 def test_record_problem_names_every_broken_shape(tmp_path: Path) -> None:
-    """The fast path and the full walk agree: a real record passes, each breakage is named."""
+    """A real record passes; each breakage is named, a missing field before a mistyped one."""
     from frostgym.core.episode import record_problem
 
     _run(tmp_path / "c", OracleAgent(), episodes=1)
@@ -385,9 +385,9 @@ def test_record_problem_names_every_broken_shape(tmp_path: Path) -> None:
         ({**good, "steps": {}}, "'steps' is a JSON object"),
         ({**good, "steps": [1]}, "step 0 is a JSON number"),
         ({**good, "steps": [{k: v for k, v in good["steps"][0].items() if k != "action"}]}, "step 0 has no 'action'"),
-        ({**good, "steps": [{**good["steps"][0], "info": []}]}, "'info' an object"),
+        ({**good, "steps": [{**good["steps"][0], "info": []}]}, "step 0 'info' is a JSON array"),
         ({**good, "steps": [{**good["steps"][0], "grade": "1"}]}, "step 0 grade is a JSON string"),
-        ({**good, "grade": {**good["grade"], "components": []}}, "'components' must be an object"),
+        ({**good, "grade": {**good["grade"], "components": []}}, "grade 'components' is a JSON array"),
         ({**good, "grade": {"score": 1}}, "grade has no"),
     ]
     for data, expected in broken:
