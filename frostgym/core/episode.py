@@ -295,16 +295,8 @@ class EpisodeRecord(EpisodeHead, kw_only=True, forbid_unknown_fields=True):
             ending.grade = self.grade  # stored once, on the episode (``encode``)
 
     def head(self) -> EpisodeHead:
-        return EpisodeHead(
-            plan_id=self.plan_id,
-            env_id=self.env_id,
-            task_id=self.task_id,
-            sample=self.sample,
-            difficulty=self.difficulty,
-            tags=self.tags,
-            reward=self.reward,
-            grade=self.grade,
-        )
+        """Its head alone, as ``head_from_line`` reads it from its line."""
+        return _head_of(self, EpisodeHead)
 
     @classmethod
     def from_json(cls, data: Any) -> EpisodeRecord:  # type: ignore[override]
@@ -345,18 +337,8 @@ class DropRecord(DropHead, kw_only=True, forbid_unknown_fields=True):
     wall_seconds: Seconds
 
     def head(self) -> DropHead:
-        return DropHead(
-            plan_id=self.plan_id,
-            env_id=self.env_id,
-            task_id=self.task_id,
-            sample=self.sample,
-            difficulty=self.difficulty,
-            tags=self.tags,
-            drop_class=self.drop_class,
-            counted_as=self.counted_as,
-            stage=self.stage,
-            error=self.error,
-        )
+        """Its head alone, as ``head_from_line`` reads it from its line."""
+        return _head_of(self, DropHead)
 
     def to_json(self) -> dict[str, Any]:
         """The line ``drops.jsonl`` holds for it, as data (its steps stay records)."""
@@ -371,6 +353,12 @@ class DropRecord(DropHead, kw_only=True, forbid_unknown_fields=True):
 
 Record = EpisodeRecord | DropRecord
 RecordKind = Literal["episode", "drop"]
+H = TypeVar("H", EpisodeHead, DropHead)
+
+
+def _head_of(record: RecordHead, head: type[H]) -> H:
+    """The ``head`` fields of ``record`` (its own objects, shared, not copied)."""
+    return head(**{name: getattr(record, name) for name in head.__struct_fields__})
 _HEADS: Final[dict[RecordKind, type[EpisodeHead] | type[DropHead]]] = {"episode": EpisodeHead, "drop": DropHead}
 _RECORDS: Final[dict[RecordKind, type[EpisodeRecord] | type[DropRecord]]] = {
     "episode": EpisodeRecord,
