@@ -1,15 +1,18 @@
 """The one agent interface: a batch of requests in, one reply per request out.
 
 Every policy (scripted, Hugging Face, OpenAI-compatible, replay) implements ``act``
-over a batch, so a runner can batch model calls across episodes without knowing
-which policy it drives.
+over a batch, and says how it wants to be fed (``scheduling``): an in-process model
+batches the requests that are ready into one forward pass, so the runner advances its
+episodes in turns; a model server batches across requests itself, so the runner sends
+each episode's request as soon as that episode needs it and steps the episode as soon as
+its own reply arrives (``frostgym.run.runner``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from frostgym.core.episode import Drop, DropClass
 from frostgym.core.messages import Action, Observation
@@ -81,8 +84,34 @@ class CountsTokens(Protocol):
     on_tokens: TokenHook | None
 
 
+#: How a runner feeds an agent. ``"batched"``: one ``act`` call with every request that is
+#: ready (an in-process model's forward pass; scripted agents). ``"per_request"``: ``act``
+#: with one request at a time, up to ``concurrency`` of them in flight on their own threads,
+#: each episode stepped as soon as its reply arrives (a model server, which queues and
+#: batches requests itself: one slow reply must not hold the others).
+Scheduling = Literal["batched", "per_request"]
+
+
+def scheduling_of(agent: object) -> Scheduling:
+    """How ``agent`` declares it is fed (its ``scheduling`` attribute; ``"batched"`` for an
+    agent that declares nothing)."""
+    declared = getattr(agent, "scheduling", "batched")
+    return "per_request" if declared == "per_request" else "batched"
+
+
+def concurrency_of(agent: object, default: int) -> int:
+    """The most requests a ``per_request`` agent takes in flight at once (its
+    ``concurrency``), or ``default`` when it declares none."""
+    declared = getattr(agent, "concurrency", None)
+    return declared if isinstance(declared, int) and not isinstance(declared, bool) and declared > 0 else default
+
+
 @runtime_checkable
 class Agent(Protocol):
+    """A policy. Optional attributes a runner reads: ``scheduling`` (``Scheduling``,
+    default ``"batched"``) and, for a ``"per_request"`` agent, ``concurrency`` (the most
+    requests in flight; a thread each)."""
+
     name: str
 
     def act(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:

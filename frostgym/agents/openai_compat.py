@@ -59,7 +59,7 @@ from typing import Any, TypeVar
 import httpcore
 import httpx
 
-from frostgym.agents.base import AgentReply, AgentRequest, TokenHook
+from frostgym.agents.base import AgentReply, AgentRequest, Scheduling, TokenHook
 from frostgym.agents.sampling import SamplingParams
 from frostgym.core.messages import Action, clean_text
 from frostgym.core.seeding import derive_seed
@@ -103,8 +103,9 @@ class OpenAIAgent:
     """A policy served by an OpenAI-compatible ``/chat/completions`` endpoint.
 
     ``base_url`` is the API root (``http://localhost:8000/v1``), ``model`` the model name
-    sent; ``sampling`` the decoding parameters; ``concurrency`` how many requests of a
-    batch are in flight at once (and the connection pool's size); ``timeout_s`` the
+    sent; ``sampling`` the decoding parameters; ``concurrency`` how many requests are in
+    flight at once (and the connection pool's size): the runner feeds it one request per
+    episode as that episode needs it (``scheduling = "per_request"``), up to that many; ``timeout_s`` the
     deadline of each attempt of a request, as a whole; ``max_retries`` and ``backoff_s``
     the retries of transient failures (exponential backoff, ``Retry-After`` honoured);
     ``api_key`` the bearer token (``$OPENAI_API_KEY`` when None, none when empty);
@@ -127,6 +128,7 @@ class OpenAIAgent:
     """
 
     name = "openai"
+    scheduling: Scheduling = "per_request"
 
     def __init__(
         self,
@@ -181,6 +183,8 @@ class OpenAIAgent:
         }
 
     def act(self, requests: Sequence[AgentRequest]) -> list[AgentReply]:
+        if len(requests) == 1:  # how the runner calls it (``scheduling``): on its own thread
+            return [self._counted(requests[0])]
         with ThreadPoolExecutor(max_workers=max(1, min(self.concurrency, len(requests)))) as pool:
             return list(pool.map(self._counted, requests))
 

@@ -30,10 +30,13 @@ def make_agent(
     sampling: SamplingParams | None = None,
     batch_size: int = 16,
     request_timeout_s: float | None = None,
+    concurrency: int = 16,
 ) -> Agent:
     """Build an agent from its spec; ``seed`` and ``sampling`` configure agents that sample.
-    ``request_timeout_s`` is the openai agent's whole-request deadline (its default when
-    None); other agents make no requests and refuse it. Model-backed agents import their
+    ``batch_size`` is an in-process model's prompts per forward pass; ``concurrency`` the
+    openai agent's most requests in flight; ``request_timeout_s`` the openai agent's
+    whole-request deadline (its default when None); other agents make no requests and
+    refuse it. Model-backed agents import their
     heavy dependencies only when asked for."""
     if request_timeout_s is not None and not spec.startswith("openai:"):
         raise ValueError(f"a request timeout applies to the openai agent only, not to {spec!r}")
@@ -61,7 +64,7 @@ def make_agent(
         if not sep or not base_url or not model:
             raise ValueError(f"openai agent spec must be openai:BASE_URL#MODEL, got {spec!r}")
         timeout_s = DEFAULT_TIMEOUT_S if request_timeout_s is None else request_timeout_s
-        return OpenAIAgent(base_url, model, sampling=sampling, concurrency=batch_size, timeout_s=timeout_s)
+        return OpenAIAgent(base_url, model, sampling=sampling, concurrency=concurrency, timeout_s=timeout_s)
     if spec.startswith("replay:"):
         from frostgym.agents.replay import ReplayAgent
 

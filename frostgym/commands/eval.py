@@ -64,7 +64,7 @@ def eval_cmd(
     ] = "dev",
     resume: Annotated[bool, typer.Option(help="Finish the card in --out after a crash or Ctrl-C.")] = False,
     workers: Annotated[int, typer.Option(min=1, help="Threads stepping envs in parallel.")] = 1,
-    batch_size: Annotated[int, typer.Option(min=1, help="Episodes in flight per batched agent call.")] = 64,
+    batch_size: Annotated[int, typer.Option(min=1, help="Most episodes in flight (a batched agent: per call).")] = 64,
     retries: Annotated[int, typer.Option(min=0, help="Extra attempts for agent and infra errors.")] = 1,
     max_drops: Annotated[
         int | None, typer.Option(min=0, help="Cancel the rest of the plan once more episodes than this drop.")
@@ -75,7 +75,16 @@ def eval_cmd(
     ] = 0.0,
     top_p: Annotated[float, typer.Option(parser=finite_float(min=0.0, max=1.0), help="Nucleus sampling mass.")] = 1.0,
     max_new_tokens: Annotated[int, typer.Option(min=1, help="Most tokens a model may generate per turn.")] = 512,
-    model_batch_size: Annotated[int, typer.Option(min=1, help="Prompts per model forward batch.")] = 16,
+    model_batch_size: Annotated[
+        int, typer.Option(min=1, help="In-process model (smollm2, hf:): prompts per forward pass.")
+    ] = 16,
+    concurrency: Annotated[
+        int,
+        typer.Option(
+            min=1,
+            help="openai agent: most requests in flight; each episode's request goes out as soon as it needs one.",
+        ),
+    ] = 16,
     request_timeout: Annotated[
         float | None,
         typer.Option(
@@ -170,6 +179,7 @@ def eval_cmd(
             seed=seed,
             batch_size=model_batch_size,
             request_timeout_s=request_timeout,
+            concurrency=concurrency,
         )
     except (ValueError, KeyError, gymnasium.error.Error) as error:
         raise typer.BadParameter(str(error)) from error

@@ -311,6 +311,7 @@ def load_agent(
     seed: int = 0,
     batch_size: int = 16,
     request_timeout_s: float | None = None,
+    concurrency: int = 16,
 ) -> Agent:
     """``make_agent(spec, ...)``, saying what it does while it does it: converting the
     embedded model's GGUF file (its first use on a machine) and loading a model's weights
@@ -321,7 +322,12 @@ def load_agent(
 
     def make() -> Agent:
         return make_agent(
-            spec, seed=seed, sampling=sampling, batch_size=batch_size, request_timeout_s=request_timeout_s
+            spec,
+            seed=seed,
+            sampling=sampling,
+            batch_size=batch_size,
+            request_timeout_s=request_timeout_s,
+            concurrency=concurrency,
         )
 
     if spec == "smollm2":

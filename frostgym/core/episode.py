@@ -359,6 +359,8 @@ H = TypeVar("H", EpisodeHead, DropHead)
 def _head_of(record: RecordHead, head: type[H]) -> H:
     """The ``head`` fields of ``record`` (its own objects, shared, not copied)."""
     return head(**{name: getattr(record, name) for name in head.__struct_fields__})
+
+
 _HEADS: Final[dict[RecordKind, type[EpisodeHead] | type[DropHead]]] = {"episode": EpisodeHead, "drop": DropHead}
 _RECORDS: Final[dict[RecordKind, type[EpisodeRecord] | type[DropRecord]]] = {
     "episode": EpisodeRecord,

@@ -1,7 +1,13 @@
-"""The runner: plays a plan with one agent, batching agent calls across episodes.
+"""The runner: plays a plan with one agent, fed the way the agent declares
+(``frostgym.agents.base.Scheduling``).
 
-Episodes from every env of the plan share the batch; finished ones are replaced from
-the queue at once, so a long multi-turn episode does not hold a batch slot hostage.
+A ``"batched"`` agent (an in-process model, a scripted policy) gets one call per turn with
+the request of every live episode: one forward pass for all that are ready. A
+``"per_request"`` agent (a model server) gets each episode's request on its own thread as
+soon as the episode needs it, up to its ``concurrency`` in flight, and each episode steps
+as soon as its own reply arrives: a slow reply holds only its own episode, never the
+others, and the server's queue stays full. Either way, finished episodes are replaced
+from the queue at once and committed to the sink as they end.
 Each episode ends as exactly one outcome handed to the sink: an ``EpisodeRecord``
 when it was scored, a ``DropRecord`` with its class, stage and traceback when it was
 not. Nothing a single episode does (agent exception, grader bug, sandbox kill, replay
@@ -14,11 +20,11 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Protocol, SupportsFloat
 
-from frostgym.agents.base import Agent, AgentReply, AgentRequest
+from frostgym.agents.base import Agent, AgentReply, AgentRequest, concurrency_of, scheduling_of
 from frostgym.core.episode import (
     DROP_CLASSES,
     RETRYABLE,
@@ -122,9 +128,11 @@ class RunOptions:
     ``split`` and ``env_kwargs`` are what every env is made with (``split`` may name several,
     comma-separated: envs are made on the first, and each episode plays its planned task);
     ``env_options`` maps an env id to arguments of its own, on top (a level, say: from
-    ``--env 'ID[level=1]'``); ``batch_size`` the
-    episodes in flight, so the requests in one agent call; ``workers`` the threads stepping
-    envs in parallel (sandboxed code, tool I/O); ``retries`` the extra attempts, from reset,
+    ``--env 'ID[level=1]'``); ``batch_size`` the most
+    episodes in flight (for a ``batched`` agent, the requests in one call; a ``per_request``
+    agent also caps them at its ``concurrency``); ``workers`` the threads stepping envs of a
+    batched turn in parallel (sandboxed code, tool I/O; a per-request episode steps on its
+    request's thread); ``retries`` the extra attempts, from reset,
     of an episode whose drop class is ``RETRYABLE``; ``max_drops`` how many episodes may
     drop before the rest of the plan is ``cancelled`` (None: never). Raises ``ValueError``
     for a batch size or worker count below 1, or negative retries.
@@ -133,7 +141,7 @@ class RunOptions:
     split: Split | str = "dev"
     env_kwargs: Mapping[str, Any] = field(default_factory=dict)
     env_options: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    batch_size: int = 64  # episodes in flight, and so requests per agent call
+    batch_size: int = 64  # most episodes in flight
     workers: int = 1  # threads stepping envs in parallel (sandboxed code, tool I/O)
     retries: int = 1  # extra attempts from reset for retryable drop classes
     max_drops: int | None = None  # cancel the rest of the plan once more episodes than this drop
@@ -170,6 +178,15 @@ class _Live:
     record: EpisodeRecord
     observation: Observation
     started: float
+
+
+def _closer(env: RunnerEnv) -> Callable[[Future[Any]], None]:
+    """A callback that closes ``env`` once the request stepping it has returned."""
+
+    def close(_: Future[Any]) -> None:
+        env.close()
+
+    return close
 
 
 def env_drop(steps: list[StepRecord]) -> Drop | None:
@@ -249,6 +266,9 @@ class _Run:
             else:
                 queue.append(_Attempt(planned))
         self.sink.commit()
+        if scheduling_of(self.agent) == "per_request":
+            self.run_per_request(queue)
+            return
         live: list[_Live] = []
         try:
             while queue or live:
@@ -271,6 +291,73 @@ class _Run:
                 item.env.close()
             if self.pool is not None:
                 self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def run_per_request(self, queue: deque[_Attempt]) -> None:
+        """Each episode on its own: its request goes out as soon as it needs one (up to the
+        agent's ``concurrency`` and ``batch_size`` episodes in flight), and it steps on the
+        request's thread as soon as its reply arrives; the main thread starts episodes,
+        files what ended, and commits the sink after each round of replies."""
+        limit = min(self.options.batch_size, concurrency_of(self.agent, self.options.batch_size))
+        requests = ThreadPoolExecutor(limit, thread_name_prefix="frostgym-request")
+        in_flight: dict[Future[Failure | StepRecord], _Live] = {}
+        try:
+            while queue or in_flight:
+                while queue and len(in_flight) < limit:
+                    started = self.start(queue.popleft(), queue)
+                    if started is not None:
+                        in_flight[requests.submit(self.request_and_step, started)] = started
+                if not in_flight:
+                    continue
+                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                for future in done:
+                    item = in_flight.pop(future)
+                    result = future.result()
+                    if isinstance(result, Failure):
+                        self.fail(item.attempt, result, item, queue)
+                    elif result.terminated or result.truncated:
+                        self.finish(item)
+                    else:
+                        in_flight[requests.submit(self.request_and_step, item)] = item
+                self.sink.commit()
+                if self.options.max_drops is not None and self.dropped > self.options.max_drops:
+                    self.cancel_in_flight(in_flight, queue)
+                    self.sink.commit()
+        finally:
+            requests.shutdown(wait=False, cancel_futures=True)
+            for envs in self.free_envs.values():
+                for env in envs:
+                    env.close()
+            for future, item in in_flight.items():
+                future.add_done_callback(_closer(item.env))
+            if self.pool is not None:
+                self.pool.shutdown(wait=False, cancel_futures=True)
+
+    def request_and_step(self, item: _Live) -> Failure | StepRecord:
+        """One turn of one episode, on a request thread: the agent's reply to its request,
+        then the env's step (what a lost backend raises is raised)."""
+        request = self.request(item)
+        began = time.perf_counter()
+        try:
+            replies = self.agent.act([request])
+            if len(replies) != 1:
+                raise RuntimeError(f"agent returned {len(replies)} replies for 1 request")
+        except BackendLostError:
+            raise
+        except Exception as error:
+            return failure_of(error, "agent", "agent_error")
+        return self.step(item, request, replies[0], time.perf_counter() - began)
+
+    def cancel_in_flight(self, in_flight: dict[Future[Failure | StepRecord], _Live], queue: deque[_Attempt]) -> None:
+        """``cancel`` for episodes whose request may still be out: each is filed as cancelled
+        now, with the steps it had, and its env is closed once its request returns."""
+        reason = f"run cancelled: more than max_drops={self.options.max_drops} episodes dropped"
+        for future, item in list(in_flight.items()):
+            future.add_done_callback(_closer(item.env))
+            item.record.steps = list(item.record.steps)
+            self.drop(item.attempt, Failure(Drop("cancelled", "runner", reason)), item)
+        in_flight.clear()
+        while queue:
+            self.drop(queue.popleft(), Failure(Drop("cancelled", "runner", reason)), None)
 
     # -- one episode's life ------------------------------------------------------------
     def start(self, attempt: _Attempt, queue: deque[_Attempt]) -> _Live | None:
@@ -323,17 +410,7 @@ class _Run:
 
     def turn(self, live: list[_Live], queue: deque[_Attempt]) -> list[_Live]:
         """One batched agent call for every live episode, then one env step each."""
-        requests = [
-            AgentRequest(
-                observation=copy_messages(item.observation),
-                episode_id=item.record.episode_id,
-                turn=item.env.turn,
-                seed=derive_seed("agent", item.record.seed, item.env.turn),
-                oracle=item.env.oracle_action,
-                tools=getattr(item.env, "tools", None),
-            )
-            for item in live
-        ]
+        requests = [self.request(item) for item in live]
         began = time.perf_counter()
         try:
             replies = self.agent.act(requests)
@@ -364,6 +441,17 @@ class _Run:
             else:
                 still_live.append(item)
         return still_live
+
+    def request(self, item: _Live) -> AgentRequest:
+        """The agent's request for the next action of a live episode."""
+        return AgentRequest(
+            observation=copy_messages(item.observation),
+            episode_id=item.record.episode_id,
+            turn=item.env.turn,
+            seed=derive_seed("agent", item.record.seed, item.env.turn),
+            oracle=item.env.oracle_action,
+            tools=getattr(item.env, "tools", None),
+        )
 
     def step(self, item: _Live, request: AgentRequest, reply: AgentReply, agent_seconds: float) -> Failure | StepRecord:
         if reply.drop is not None:
