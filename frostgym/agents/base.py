@@ -49,13 +49,20 @@ class AgentReply:
     extra: dict[str, Any] = field(default_factory=dict)
     #: Why there is no action: how a runner files the episode (stage ``"agent"``).
     drop: Drop | None = None
+    #: Whether the runner may try the episode again (``RunOptions.retries``): False when the
+    #: request may still be at work on the server (it timed out waiting for the reply), so
+    #: that sending it again would only queue a second generation behind the first.
+    retryable: bool = True
 
     @classmethod
-    def failed(cls, error: str, drop_class: DropClass = "agent_error", **trace: Any) -> AgentReply:
+    def failed(
+        cls, error: str, drop_class: DropClass = "agent_error", *, retryable: bool = True, **trace: Any
+    ) -> AgentReply:
         """The reply for a request the policy could not answer: ``error`` says why (its
         first line is kept), ``drop_class`` how the episode is filed (``replay_miss`` for a
-        replay with no recorded action), ``trace`` any other field (``extra``, ...)."""
-        return cls(action="", drop=Drop(drop_class, "agent", error), **trace)
+        replay with no recorded action), ``retryable`` whether the episode may be tried
+        again, ``trace`` any other field (``extra``, ...)."""
+        return cls(action="", drop=Drop(drop_class, "agent", error), retryable=retryable, **trace)
 
     def trace(self) -> dict[str, Any]:
         """Everything but the action, for the episode record."""
@@ -99,6 +106,14 @@ def scheduling_of(agent: object) -> Scheduling:
     return "per_request" if declared == "per_request" else "batched"
 
 
+def abort_agent(agent: object) -> None:
+    """Stop whatever ``agent`` has in flight, now (its ``abort``, when it has one): what a
+    runner calls when the run is interrupted, so no request outlives it."""
+    abort = getattr(agent, "abort", None)
+    if callable(abort):
+        abort()
+
+
 def concurrency_of(agent: object, default: int) -> int:
     """The most requests a ``per_request`` agent takes in flight at once (its
     ``concurrency``), or ``default`` when it declares none."""
@@ -110,7 +125,8 @@ def concurrency_of(agent: object, default: int) -> int:
 class Agent(Protocol):
     """A policy. Optional attributes a runner reads: ``scheduling`` (``Scheduling``,
     default ``"batched"``) and, for a ``"per_request"`` agent, ``concurrency`` (the most
-    requests in flight; a thread each)."""
+    requests in flight; a thread each) and ``abort()`` (stop every request in flight at
+    once, each answered as failed: a run that is interrupted calls it)."""
 
     name: str
 

@@ -1,10 +1,18 @@
 """``OpenAIAgent``: any OpenAI-compatible chat-completions server (vLLM, TGI, hosted APIs).
 
-Requests in a batch run concurrently (a thread pool over one connection pool).
-Transient failures are retried with exponential backoff, honouring ``Retry-After``:
-connection errors, timeouts, 408, 409, 429 and 5xx. Other 4xx answers are final, since
-retrying a bad request only repeats it. A request that still fails becomes an errored
-reply for its own episode. Token usage is added up per agent.
+The runner feeds it one request per episode, on its own thread, as the episode needs one
+(``scheduling = "per_request"``), up to ``concurrency`` in flight over one connection pool.
+
+**Retries never feed a storm.** A request is sent again (exponential backoff, honouring
+``Retry-After``) only where the server is known not to be working on it: it could not be
+reached (connection refused, connect timeout), it closed or reset the connection before
+sending any byte of a reply (a keep-alive connection it had dropped), or it said so (408,
+429, 503). A request that timed out waiting for its reply is not sent again, here or by the
+runner (its reply is ``retryable=False``): the server may still be generating it, and a
+second copy would queue behind the first. Its connection is closed, so a server that stops
+on disconnect stops. Other answers (4xx, 500, 502, 504) are final. A request that fails
+becomes an errored reply for its own episode. ``abort`` stops every request in flight at
+once (a run interrupted by Ctrl-C calls it). Token usage is added up per agent.
 
 The server is not trusted; whatever it sends, ``act()`` returns one reply per request
 and never raises. The bounds, and why each is needed:
@@ -41,15 +49,18 @@ JSON stay a string, and the env reports the malformed call as it would for any m
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
 import re
+import socket
 import threading
 import time
 import typing
 import urllib.parse
 import urllib.request
+import weakref
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -64,7 +75,8 @@ from frostgym.agents.sampling import SamplingParams
 from frostgym.core.messages import Action, clean_text
 from frostgym.core.seeding import derive_seed
 
-TRANSIENT_STATUS = frozenset({408, 409, 429})
+#: Answers that say the server is not working on the request: worth sending it again.
+TRANSIENT_STATUS = frozenset({408, 429, 503})
 MAX_BACKOFF_S = 30.0
 DEFAULT_TIMEOUT_S = 120.0
 DEFAULT_MAX_RESPONSE_BYTES = 16 * 2**20
@@ -73,9 +85,13 @@ MAX_NESTING = 64
 _INT_MIN, _INT_MAX = -(2**63), 2**64 - 1  # what orjson writes
 _MAX_COUNT = 2**53  # larger token counts are not real and would not survive a float
 _MAX_FINISH_REASON = 100
-#: Exceptions of the connection pool worth a retry; the rest (a bad URL scheme, a request
-#: h11 refuses to send) would fail the same way again.
-_RETRYABLE = (httpcore.TimeoutException, httpcore.NetworkError, httpcore.RemoteProtocolError, httpcore.ProxyError)
+#: Failures of the connection pool after which the server cannot be working on the request:
+#: it was never reached. The rest (a bad URL scheme, a request h11 refuses to send) would
+#: fail the same way again.
+_UNREACHED = (httpcore.ConnectError, httpcore.ConnectTimeout, httpcore.ProxyError)
+#: Failures that, before any byte of a reply, mean the server dropped the connection
+#: (a keep-alive connection it had closed) or never got the whole request: worth a retry.
+_DROPPED_BEFORE_REPLY = (httpcore.RemoteProtocolError, httpcore.ReadError, httpcore.WriteError, httpcore.WriteTimeout)
 _T = TypeVar("_T")
 
 
@@ -89,6 +105,15 @@ class _Malformed(_Final):
 
     def __init__(self, what: str) -> None:
         super().__init__(f"malformed reply: {what}")
+
+
+class _NoReply(Exception):
+    """The connection was dropped before any byte of a reply: the server is not at work on it."""
+
+
+class _Abandoned(Exception):
+    """The request timed out waiting for its reply: the server may still be generating it,
+    so it is not sent again."""
 
 
 class _Transient(Exception):
@@ -166,7 +191,9 @@ class OpenAIAgent:
         if key:
             self._headers.append((b"Authorization", f"Bearer {key}".encode()))
         self._deadline = _Deadline()
-        self._pool = _connection_pool(self.url, _DeadlineBackend(self._deadline), concurrency)
+        self._backend = _DeadlineBackend(self._deadline)
+        self._pool = _connection_pool(self.url, self._backend, concurrency)
+        self._aborted = threading.Event()
         self._lock = threading.Lock()
         self.usage = {"requests": 0, "retries": 0, "failures": 0, "prompt_tokens": 0, "completion_tokens": 0}
         self.on_tokens: TokenHook | None = None
@@ -218,14 +245,18 @@ class OpenAIAgent:
         return body
 
     def _one(self, request: AgentRequest) -> AgentReply:
-        """One request, retried while its failures are transient; never raises."""
+        """One request, sent again only while the server is known not to be working on it
+        (the module docstring); never raises."""
         started = time.perf_counter()
         last_error = ""
+        retryable = True
         try:
             content = json.dumps(self.payload(request)).encode()
         except (TypeError, ValueError) as error:  # an observation JSON cannot carry
             return self._failed(started, f"the request cannot be sent as JSON: {error}")
         for attempt in range(self.max_retries + 1):
+            if self._aborted.is_set():
+                return self._failed(started, "the run was interrupted", retryable=False)
             if attempt:
                 with self._lock:
                     self.usage["retries"] += 1
@@ -234,19 +265,32 @@ class OpenAIAgent:
             except _Final as error:
                 last_error = str(error)
                 break
-            except (*_RETRYABLE, _Transient) as error:
+            except _Abandoned as error:
+                last_error, retryable = str(error), False
+                break
+            except (*_UNREACHED, _NoReply, _Transient) as error:
                 last_error = f"{type(error).__name__}: {error}"
                 if attempt < self.max_retries:
-                    time.sleep(getattr(error, "retry_after", None) or min(MAX_BACKOFF_S, self.backoff_s * 2**attempt))
+                    delay = getattr(error, "retry_after", None) or min(MAX_BACKOFF_S, self.backoff_s * 2**attempt)
+                    self._aborted.wait(delay)
             except Exception as error:  # nothing a server sends may escape act() and drop the batch
                 last_error = f"{type(error).__name__}: {error}"
                 break
-        return self._failed(started, last_error)
+        if self._aborted.is_set():
+            retryable = False
+        return self._failed(started, last_error, retryable=retryable)
 
-    def _failed(self, started: float, error: str) -> AgentReply:
+    def abort(self) -> None:
+        """Stop every request in flight now: their connections are shut, each is answered
+        as failed (not retried), and no request is sent after this."""
+        self._aborted.set()
+        self._backend.shut_all()
+
+    def _failed(self, started: float, error: str, *, retryable: bool = True) -> AgentReply:
         with self._lock:
             self.usage["failures"] += 1
-        return AgentReply.failed(_one_line(f"{self.url}: {error}"), extra={"latency_s": time.perf_counter() - started})
+        extra = {"latency_s": time.perf_counter() - started}
+        return AgentReply.failed(_one_line(f"{self.url}: {error}"), retryable=retryable, extra=extra)
 
     def _post(self, content: bytes) -> Any:
         """One attempt: the decoded JSON of a 2xx answer, within the deadline and the size cap."""
@@ -254,16 +298,26 @@ class OpenAIAgent:
             self.usage["requests"] += 1
         headers = [*self._headers, (b"Content-Length", str(len(content)).encode())]
         timeouts = dict.fromkeys(("connect", "read", "write", "pool"), self.timeout_s)
-        with (
-            self._deadline.running(self.timeout_s),
-            self._pool.stream(
-                "POST", self.url, headers=headers, content=content, extensions={"timeout": timeouts}
-            ) as response,
-        ):
-            status = response.status
-            answer = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in response.headers}
-            body = self._read_body(response, answer)
-        if status in TRANSIENT_STATUS or status >= 500:
+        replying = False
+        try:
+            with (
+                self._deadline.running(self.timeout_s),
+                self._pool.stream(
+                    "POST", self.url, headers=headers, content=content, extensions={"timeout": timeouts}
+                ) as response,
+            ):
+                replying = True
+                status = response.status
+                answer = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in response.headers}
+                body = self._read_body(response, answer)
+        except (httpcore.ReadTimeout, httpcore.PoolTimeout) as error:  # httpcore has closed the connection
+            why = "the server may still be working on it: not sent again"
+            raise _Abandoned(f"{type(error).__name__}: {error} ({why})") from error
+        except _DROPPED_BEFORE_REPLY as error:
+            if replying:
+                raise _Final(f"{type(error).__name__}: {error} (the connection broke during the reply)") from error
+            raise _NoReply(f"{type(error).__name__}: {error}") from error
+        if status in TRANSIENT_STATUS:
             raise _Transient(status, body, answer.get("retry-after", "").strip())
         if status >= 400:
             raise _Final(f"HTTP {status}: {_snippet(body)}")
@@ -532,6 +586,25 @@ class _DeadlineBackend(httpcore.NetworkBackend):
     def __init__(self, deadline: _Deadline) -> None:
         self._inner = httpcore.SyncBackend()
         self._deadline = deadline
+        self._streams: weakref.WeakSet[_DeadlineStream] = weakref.WeakSet()
+        self._lock = threading.Lock()
+
+    def _track(self, stream: httpcore.NetworkStream) -> _DeadlineStream:
+        tracked = _DeadlineStream(stream, self._deadline)
+        with self._lock:
+            self._streams.add(tracked)
+        return tracked
+
+    def shut_all(self) -> None:
+        """Shut every socket this backend opened, so a thread blocked reading one wakes at
+        once (closing a socket from another thread does not wake it; shutting it does)."""
+        with self._lock:
+            streams = list(self._streams)
+        for stream in streams:
+            sock = stream.get_extra_info("socket")
+            if sock is not None:
+                with contextlib.suppress(OSError):
+                    sock.shutdown(socket.SHUT_RDWR)
 
     def connect_tcp(
         self,
@@ -546,7 +619,7 @@ class _DeadlineBackend(httpcore.NetworkBackend):
             httpcore.ConnectTimeout,
             lambda t: self._inner.connect_tcp(host, port, t, local_address, socket_options),
         )
-        return _DeadlineStream(stream, self._deadline)
+        return self._track(stream)
 
     def connect_unix_socket(
         self, path: str, timeout: float | None = None, socket_options: typing.Iterable[Any] | None = None
@@ -554,7 +627,7 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         stream = self._deadline.bounded(
             timeout, httpcore.ConnectTimeout, lambda t: self._inner.connect_unix_socket(path, t, socket_options)
         )
-        return _DeadlineStream(stream, self._deadline)
+        return self._track(stream)
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)

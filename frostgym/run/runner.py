@@ -24,7 +24,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any, Protocol, SupportsFloat
 
-from frostgym.agents.base import Agent, AgentReply, AgentRequest, concurrency_of, scheduling_of
+from frostgym.agents.base import Agent, AgentReply, AgentRequest, abort_agent, concurrency_of, scheduling_of
 from frostgym.core.episode import (
     DROP_CLASSES,
     RETRYABLE,
@@ -49,6 +49,9 @@ from frostgym.envs.specs import env_kwargs_for
 from frostgym.run.plan import PlannedEpisode, make_plan
 
 Outcome = EpisodeRecord | DropRecord
+#: While a per-request run waits for replies, it commits the sink at least this often, so
+#: what has ended reaches the card even while every request in flight hangs.
+IDLE_COMMIT_SECONDS = 0.25
 
 
 class EpisodeSink(Protocol):
@@ -162,6 +165,9 @@ class Failure:
 
     drop: Drop
     traceback: str | None = None
+    #: False when trying the episode again could not help or would harm (a request that
+    #: may still be at work on the server): then it drops at once, whatever ``retries`` says.
+    retryable: bool = True
 
 
 @dataclass
@@ -308,7 +314,7 @@ class _Run:
                         in_flight[requests.submit(self.request_and_step, started)] = started
                 if not in_flight:
                     continue
-                done, _ = wait(in_flight, return_when=FIRST_COMPLETED)
+                done, _ = wait(in_flight, timeout=IDLE_COMMIT_SECONDS, return_when=FIRST_COMPLETED)
                 for future in done:
                     item = in_flight.pop(future)
                     result = future.result()
@@ -322,6 +328,9 @@ class _Run:
                 if self.options.max_drops is not None and self.dropped > self.options.max_drops:
                     self.cancel_in_flight(in_flight, queue)
                     self.sink.commit()
+        except BaseException:  # Ctrl-C, a lost backend, a full disk: no request outlives the run
+            abort_agent(self.agent)
+            raise
         finally:
             requests.shutdown(wait=False, cancel_futures=True)
             for envs in self.free_envs.values():
@@ -455,7 +464,7 @@ class _Run:
 
     def step(self, item: _Live, request: AgentRequest, reply: AgentReply, agent_seconds: float) -> Failure | StepRecord:
         if reply.drop is not None:
-            return Failure(reply.drop)
+            return Failure(reply.drop, retryable=reply.retryable)
         began = time.perf_counter()
         try:
             observation, reward, terminated, truncated, info = item.env.step(reply.action)
@@ -505,7 +514,7 @@ class _Run:
                 self.free_envs.setdefault(item.record.env_id, []).append(item.env)
             else:
                 item.env.close()
-        if drop.drop_class in RETRYABLE and attempt.number <= self.options.retries:
+        if failure.retryable and drop.drop_class in RETRYABLE and attempt.number <= self.options.retries:
             queue.appendleft(_Attempt(attempt.planned, attempt.number + 1, [*attempt.earlier_errors, drop.error]))
             return
         self.drop(attempt, failure, item)

@@ -251,10 +251,12 @@ def test_a_dripping_server_is_cut_off_at_the_request_deadline() -> None:
         for model in ("drip-body", "drip-head"):
             agent = OpenAIAgent(server.base_url, model, timeout_s=1.0, max_retries=1, backoff_s=0.01)
             replies, elapsed = _within(30, lambda agent=agent: agent.act(_requests("q0", "q1")))
-            assert elapsed < 15, (model, elapsed)  # 2 attempts of 1 s each, plus slack for a loaded machine
+            assert elapsed < 15, (model, elapsed)  # 1 attempt of 1 s, plus slack for a loaded machine
             for reply in replies:
                 assert reply.drop is not None and "deadline of 1 s" in reply.drop.error, (model, reply.drop)
-            assert agent.usage["retries"] == 2 and agent.usage["failures"] == 2  # transient: retried once each
+            # the server may still be at work on a request that timed out: never sent again
+            assert agent.usage["retries"] == 0 and agent.usage["failures"] == 2
+            assert all(not reply.retryable for reply in replies)
         normal = OpenAIAgent(server.base_url, "echo", timeout_s=5.0, max_retries=1)
         replies, _ = _within(30, lambda: normal.act(_requests("q0", "q1")))
     assert [r.action for r in replies] == ["you said: q0", "you said: q1"]
