@@ -17,7 +17,9 @@ import platform
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +89,33 @@ def write_json(path: Path, payload: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     print(f"wrote {path}")
+
+
+def serve_chat(answer: Callable[[dict[str, Any]], dict[str, Any]]) -> ThreadingHTTPServer:
+    """A loopback OpenAI-compatible chat-completions server, serving on a thread of its own:
+    each POST's JSON body is handed to ``answer`` (on the request's own thread), whose
+    result is the JSON reply. Its address: ``http://127.0.0.1:{server_address[1]}/v1``."""
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            data = json.dumps(answer(body)).encode()
+            try:
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except OSError:  # the client gave up and closed the connection
+                pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    httpd.daemon_threads = True
+    httpd.request_queue_size = 1024
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    return httpd

@@ -23,36 +23,19 @@ import tempfile
 import threading
 import time
 import zlib
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+
+import bench_common
 
 STOP = threading.Event()
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, *args: Any) -> None:
-        pass
-
-    def do_POST(self) -> None:
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        prompt = body["messages"][-1]["content"]
-        if zlib.crc32(prompt.encode()) % 3:
-            STOP.wait(600)
-        reply = {
-            "choices": [{"message": {"role": "assistant", "content": "<answer>1</answer>"}, "finish_reason": "stop"}]
-        }
-        data = json.dumps(reply).encode()
-        try:
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-        except OSError:
-            pass
+def _answer(body: dict[str, Any]) -> dict[str, Any]:
+    """A third of the prompts at once; the rest are held until the benchmark ends."""
+    if zlib.crc32(body["messages"][-1]["content"].encode()) % 3:
+        STOP.wait(600)
+    return {"choices": [{"message": {"role": "assistant", "content": "<answer>1</answer>"}, "finish_reason": "stop"}]}
 
 
 def _lines(path: Path) -> int:
@@ -104,9 +87,7 @@ def main() -> None:
     parser.add_argument("--old", action="store_true", help="the checkout predates --concurrency")
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    httpd.daemon_threads = True
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    httpd = bench_common.serve_chat(_answer)
     url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
     print(f"load {os.getloadavg()[0]:.2f}; checkout {args.checkout}")
     results = [one(args.checkout, url, args.old) for _ in range(args.runs)]

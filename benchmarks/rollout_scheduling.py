@@ -25,11 +25,10 @@ import math
 import os
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-import bench_common  # noqa: F401  (puts this checkout first on sys.path)
+import bench_common  # (also puts this checkout first on sys.path)
 import numpy as np
 
 from frostgym.agents.openai_compat import OpenAIAgent
@@ -53,27 +52,7 @@ class StragglerServer:
         self.served = 0
         self.intervals: list[tuple[float, float]] = []  # (arrival, generation end) of each request
         self._lock = threading.Lock()
-        server = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                data = json.dumps(server.generate(body)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.httpd.daemon_threads = True
-        self.httpd.request_queue_size = 1024
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.httpd = bench_common.serve_chat(self.generate)
 
     @property
     def base_url(self) -> str:
