@@ -290,13 +290,9 @@ class _Run:
                     live = []
                     self.sink.commit()
         finally:
-            for envs in self.free_envs.values():
-                for env in envs:
-                    env.close()
             for item in live:
                 item.env.close()
-            if self.pool is not None:
-                self.pool.shutdown(wait=False, cancel_futures=True)
+            self.close()
 
     def run_per_request(self, queue: deque[_Attempt]) -> None:
         """Each episode on its own: its request goes out as soon as it needs one (up to the
@@ -317,12 +313,7 @@ class _Run:
                 done, _ = wait(in_flight, timeout=IDLE_COMMIT_SECONDS, return_when=FIRST_COMPLETED)
                 for future in done:
                     item = in_flight.pop(future)
-                    result = future.result()
-                    if isinstance(result, Failure):
-                        self.fail(item.attempt, result, item, queue)
-                    elif result.terminated or result.truncated:
-                        self.finish(item)
-                    else:
+                    if self.settle(item, future.result(), queue):
                         in_flight[requests.submit(self.request_and_step, item)] = item
                 self.sink.commit()
                 if self.options.max_drops is not None and self.dropped > self.options.max_drops:
@@ -333,13 +324,17 @@ class _Run:
             raise
         finally:
             requests.shutdown(wait=False, cancel_futures=True)
-            for envs in self.free_envs.values():
-                for env in envs:
-                    env.close()
             for future, item in in_flight.items():
                 future.add_done_callback(_closer(item.env))
-            if self.pool is not None:
-                self.pool.shutdown(wait=False, cancel_futures=True)
+            self.close()
+
+    def close(self) -> None:
+        """At the run's end: close the envs waiting for reuse and stop the step threads."""
+        for envs in self.free_envs.values():
+            for env in envs:
+                env.close()
+        if self.pool is not None:
+            self.pool.shutdown(wait=False, cancel_futures=True)
 
     def request_and_step(self, item: _Live) -> Failure | StepRecord:
         """One turn of one episode, on a request thread: the agent's reply to its request,
@@ -358,15 +353,13 @@ class _Run:
 
     def cancel_in_flight(self, in_flight: dict[Future[Failure | StepRecord], _Live], queue: deque[_Attempt]) -> None:
         """``cancel`` for episodes whose request may still be out: each is filed as cancelled
-        now, with the steps it had, and its env is closed once its request returns."""
-        reason = f"run cancelled: more than max_drops={self.options.max_drops} episodes dropped"
-        for future, item in list(in_flight.items()):
+        now, with the steps it had (a copy: its request may still add one), and its env is
+        closed once its request returns."""
+        for future, item in in_flight.items():
             future.add_done_callback(_closer(item.env))
             item.record.steps = list(item.record.steps)
-            self.drop(item.attempt, Failure(Drop("cancelled", "runner", reason)), item)
+        self.cancel(list(in_flight.values()), queue, close=False)
         in_flight.clear()
-        while queue:
-            self.drop(queue.popleft(), Failure(Drop("cancelled", "runner", reason)), None)
 
     # -- one episode's life ------------------------------------------------------------
     def start(self, attempt: _Attempt, queue: deque[_Attempt]) -> _Live | None:
@@ -441,15 +434,20 @@ class _Run:
         results: Iterable[Failure | StepRecord] = (
             self.pool.map(step, stepping) if self.pool is not None else [step(job) for job in stepping]
         )
-        still_live = []
-        for (item, _, _), result in zip(stepping, results, strict=True):
-            if isinstance(result, Failure):
-                self.fail(item.attempt, result, item, queue)
-            elif result.terminated or result.truncated:
-                self.finish(item)
-            else:
-                still_live.append(item)
-        return still_live
+        return [
+            item for (item, _, _), result in zip(stepping, results, strict=True) if self.settle(item, result, queue)
+        ]
+
+    def settle(self, item: _Live, result: Failure | StepRecord, queue: deque[_Attempt]) -> bool:
+        """File what one step of a live episode gave (a failure, or its end); whether the
+        episode goes on."""
+        if isinstance(result, Failure):
+            self.fail(item.attempt, result, item, queue)
+        elif result.terminated or result.truncated:
+            self.finish(item)
+        else:
+            return True
+        return False
 
     def request(self, item: _Live) -> AgentRequest:
         """The agent's request for the next action of a live episode."""
@@ -538,10 +536,13 @@ class _Run:
             )
         )
 
-    def cancel(self, live: list[_Live], queue: deque[_Attempt]) -> None:
+    def cancel(self, live: list[_Live], queue: deque[_Attempt], *, close: bool = True) -> None:
+        """File the live episodes and the queue as cancelled (``max_drops``), closing the
+        live episodes' envs unless ``close`` is False (their caller closes them later)."""
         reason = f"run cancelled: more than max_drops={self.options.max_drops} episodes dropped"
         for item in live:
-            item.env.close()
+            if close:
+                item.env.close()
             self.drop(item.attempt, Failure(Drop("cancelled", "runner", reason)), item)
         while queue:
             self.drop(queue.popleft(), Failure(Drop("cancelled", "runner", reason)), None)
