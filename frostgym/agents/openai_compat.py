@@ -588,23 +588,26 @@ class _DeadlineBackend(httpcore.NetworkBackend):
         self._deadline = deadline
         self._streams: weakref.WeakSet[_DeadlineStream] = weakref.WeakSet()
         self._lock = threading.Lock()
+        self._shut = False
 
     def _track(self, stream: httpcore.NetworkStream) -> _DeadlineStream:
         tracked = _DeadlineStream(stream, self._deadline)
         with self._lock:
             self._streams.add(tracked)
+            shut = self._shut
+        if shut:  # opened while shut_all ran: it must not wait for a reply either
+            _shut_socket(tracked)
         return tracked
 
     def shut_all(self) -> None:
-        """Shut every socket this backend opened, so a thread blocked reading one wakes at
-        once (closing a socket from another thread does not wake it; shutting it does)."""
+        """Shut every socket this backend opened or opens from now on, so a thread blocked
+        reading one wakes at once (closing a socket from another thread does not wake it;
+        shutting it does)."""
         with self._lock:
+            self._shut = True
             streams = list(self._streams)
         for stream in streams:
-            sock = stream.get_extra_info("socket")
-            if sock is not None:
-                with contextlib.suppress(OSError):
-                    sock.shutdown(socket.SHUT_RDWR)
+            _shut_socket(stream)
 
     def connect_tcp(
         self,
@@ -631,6 +634,13 @@ class _DeadlineBackend(httpcore.NetworkBackend):
 
     def sleep(self, seconds: float) -> None:
         self._inner.sleep(seconds)
+
+
+def _shut_socket(stream: httpcore.NetworkStream) -> None:
+    sock = stream.get_extra_info("socket")
+    if sock is not None:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
 
 
 def _connection_pool(url: str, backend: httpcore.NetworkBackend, concurrency: int) -> httpcore.ConnectionPool:

@@ -20,7 +20,7 @@ import time
 import traceback
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Protocol, SupportsFloat
 
@@ -47,6 +47,7 @@ from frostgym.core.splits import Split
 from frostgym.envs.registry import make_env
 from frostgym.envs.specs import env_kwargs_for
 from frostgym.run.plan import PlannedEpisode, make_plan
+from frostgym.run.request_threads import RequestThreads
 
 Outcome = EpisodeRecord | DropRecord
 #: While a per-request run waits for replies, it commits the sink at least this often, so
@@ -186,13 +187,9 @@ class _Live:
     started: float
 
 
-def _closer(env: RunnerEnv) -> Callable[[Future[Any]], None]:
-    """A callback that closes ``env`` once the request stepping it has returned."""
-
-    def close(_: Future[Any]) -> None:
-        env.close()
-
-    return close
+def _close_env(item: _Live) -> None:
+    """Free an episode abandoned while its request was out, once that request returns."""
+    item.env.close()
 
 
 def env_drop(steps: list[StepRecord]) -> Drop | None:
@@ -300,21 +297,26 @@ class _Run:
         request's thread as soon as its reply arrives; the main thread starts episodes,
         files what ended, and commits the sink after each round of replies."""
         limit = min(self.options.batch_size, concurrency_of(self.agent, self.options.batch_size))
-        requests = ThreadPoolExecutor(limit, thread_name_prefix="frostgym-request")
-        in_flight: dict[Future[Failure | StepRecord], _Live] = {}
+        requests: RequestThreads[_Live, Failure | StepRecord] = RequestThreads(limit, self.request_and_step, _close_env)
+        in_flight: dict[int, _Live] = {}  # by id(): an episode is in flight at most once
         try:
             while queue or in_flight:
                 while queue and len(in_flight) < limit:
                     started = self.start(queue.popleft(), queue)
                     if started is not None:
-                        in_flight[requests.submit(self.request_and_step, started)] = started
+                        in_flight[id(started)] = started
+                        requests.submit(started)
                 if not in_flight:
                     continue
-                done, _ = wait(in_flight, timeout=IDLE_COMMIT_SECONDS, return_when=FIRST_COMPLETED)
-                for future in done:
-                    item = in_flight.pop(future)
-                    if self.settle(item, future.result(), queue):
-                        in_flight[requests.submit(self.request_and_step, item)] = item
+                for item, result in requests.results(timeout=IDLE_COMMIT_SECONDS):
+                    if in_flight.pop(id(item), None) is None:  # cancelled while its request was out
+                        item.env.close()
+                        continue
+                    if isinstance(result, BaseException):
+                        raise result
+                    if self.settle(item, result, queue):
+                        in_flight[id(item)] = item
+                        requests.submit(item)
                 self.sink.commit()
                 if self.options.max_drops is not None and self.dropped > self.options.max_drops:
                     self.cancel_in_flight(in_flight, queue)
@@ -323,9 +325,7 @@ class _Run:
             abort_agent(self.agent)
             raise
         finally:
-            requests.shutdown(wait=False, cancel_futures=True)
-            for future, item in in_flight.items():
-                future.add_done_callback(_closer(item.env))
+            requests.stop()  # the envs of episodes still in flight close as their requests return
             self.close()
 
     def close(self) -> None:
@@ -351,12 +351,11 @@ class _Run:
             return failure_of(error, "agent", "agent_error")
         return self.step(item, request, replies[0], time.perf_counter() - began)
 
-    def cancel_in_flight(self, in_flight: dict[Future[Failure | StepRecord], _Live], queue: deque[_Attempt]) -> None:
+    def cancel_in_flight(self, in_flight: dict[int, _Live], queue: deque[_Attempt]) -> None:
         """``cancel`` for episodes whose request may still be out: each is filed as cancelled
         now, with the steps it had (a copy: its request may still add one), and its env is
         closed once its request returns."""
-        for future, item in in_flight.items():
-            future.add_done_callback(_closer(item.env))
+        for item in in_flight.values():
             item.record.steps = list(item.record.steps)
         self.cancel(list(in_flight.values()), queue, close=False)
         in_flight.clear()

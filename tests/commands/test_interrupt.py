@@ -19,6 +19,7 @@ from tests.chat_server import Answer, ChatServer
 from tests.cli_process import FROSTGYM, ROOT
 
 EPISODES = 24
+CONCURRENCY = 4
 
 
 def _hangs(prompt: str) -> bool:
@@ -32,9 +33,11 @@ def _lines(path: Path) -> int:
 @pytest.mark.slow
 def test_ctrl_c_stops_a_run_with_hanging_requests_at_once_and_resume_sends_only_the_rest(tmp_path: Path) -> None:
     hanging = threading.Event()  # set: the hanging prompts hang; cleared: everything answers
+    hung: list[dict[str, Any]] = []  # the requests hanging now
 
     def respond(body: dict[str, Any]) -> Answer | None:
         if hanging.is_set() and _hangs(body["messages"][-1]["content"]):
+            hung.append(body)
             server.stop.wait(120)
         return None
 
@@ -42,19 +45,17 @@ def test_ctrl_c_stops_a_run_with_hanging_requests_at_once_and_resume_sends_only_
     hanging.set()
     with ChatServer(respond) as server:
         command = [*FROSTGYM, "eval", "--env", "frostgym/Arithmetic-v0", "--episodes", str(EPISODES)]
-        command += ["--agent", f"openai:{server.base_url}#echo", "--concurrency", "4", "--out", str(out)]
+        command += ["--agent", f"openai:{server.base_url}#echo", "--concurrency", str(CONCURRENCY), "--out", str(out)]
         run = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             episodes = out / "episodes.jsonl"
             deadline = time.monotonic() + 120
-            # every slot ends up on a hanging request: wait until the card stops growing
-            seen, still_since = -1, time.monotonic()
-            while time.monotonic() - still_since < 3:
+            # stalled: every slot holds a hanging request and every answered episode is on the card
+            while True:
                 assert run.poll() is None, run.communicate()[0].decode()
                 assert time.monotonic() < deadline, "the run did not stall on its hanging requests"
-                now = _lines(episodes)
-                if now != seen:
-                    seen, still_since = now, time.monotonic()
+                if len(hung) == CONCURRENCY and _lines(episodes) == len(server.bodies):
+                    break
                 time.sleep(0.1)
             answered = _lines(episodes)
             assert 0 < answered < EPISODES
