@@ -38,6 +38,9 @@ from frostgym.run.runner import MemorySink, RunOptions, run_plan
 
 #: p99 / median of the latency: exp(2.326 * sigma) = 20.
 SIGMA = math.log(20) / 2.326
+#: Completion tokens of a median reply: a reply's length is what makes it slow (each takes
+#: ``median_s / TOKENS_AT_MEDIAN`` per token), as on a real server.
+TOKENS_AT_MEDIAN = 8
 
 
 class StragglerServer:
@@ -71,15 +74,16 @@ class StragglerServer:
                 self.served += 1
                 self.intervals.append((began, ended))
                 self.last_arrival = max(getattr(self, "last_arrival", arrived), arrived)
-        return _reply(body)
+        return _reply(body, max(1, round(TOKENS_AT_MEDIAN * seconds / self.median_s)))
 
     def close(self) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
 
 
-def _reply(body: dict[str, Any]) -> dict[str, Any]:
-    """Arithmetic: an answer. SQL: two ``run_sql`` explorations, then an answer."""
+def _reply(body: dict[str, Any], tokens: int) -> dict[str, Any]:
+    """Arithmetic: an answer. SQL: two ``run_sql`` explorations, then an answer. ``tokens``
+    is the completion's length the usage reports."""
     messages = body["messages"]
     explored = sum(1 for m in messages if m["role"] == "assistant")
     if body.get("tools") and explored < 2:
@@ -93,7 +97,7 @@ def _reply(body: dict[str, Any]) -> dict[str, Any]:
             "content": "<answer>SELECT 1</answer>" if body.get("tools") else "<answer>7</answer>",
         }
         finish = "stop"
-    usage = {"prompt_tokens": 50, "completion_tokens": 8, "total_tokens": 58}
+    usage = {"prompt_tokens": 50, "completion_tokens": tokens, "total_tokens": 50 + tokens}
     return {
         "id": "x",
         "object": "chat.completion",

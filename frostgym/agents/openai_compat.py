@@ -71,6 +71,7 @@ import httpcore
 import httpx
 
 from frostgym.agents.base import AgentReply, AgentRequest, Scheduling, TokenHook
+from frostgym.agents.concurrency import ConcurrencyLimit, Outcome
 from frostgym.agents.sampling import SamplingParams
 from frostgym.core.messages import Action, clean_text
 from frostgym.core.seeding import derive_seed
@@ -167,6 +168,7 @@ class OpenAIAgent:
         backoff_s: float = 0.5,
         api_key: str | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        adaptive_concurrency: bool = True,
     ) -> None:
         """``timeout_s`` bounds each request as a whole (each attempt of it), from
         connecting to the last body byte; ``max_response_bytes`` bounds its body."""
@@ -194,6 +196,7 @@ class OpenAIAgent:
         self._backend = _DeadlineBackend(self._deadline)
         self._pool = _connection_pool(self.url, self._backend, concurrency)
         self._aborted = threading.Event()
+        self._limit = ConcurrencyLimit(concurrency, adaptive=adaptive_concurrency)
         self._lock = threading.Lock()
         self.usage = {"requests": 0, "retries": 0, "failures": 0, "prompt_tokens": 0, "completion_tokens": 0}
         self.on_tokens: TokenHook | None = None
@@ -204,6 +207,7 @@ class OpenAIAgent:
             "model": self.model,
             "sampling": self.sampling.to_dict(),
             "concurrency": self.concurrency,
+            "concurrency_limit": self._limit.describe(),
             "request_timeout_s": self.timeout_s,
             "max_response_bytes": self.max_response_bytes,
             "usage": dict(self.usage),
@@ -255,27 +259,36 @@ class OpenAIAgent:
         except (TypeError, ValueError) as error:  # an observation JSON cannot carry
             return self._failed(started, f"the request cannot be sent as JSON: {error}")
         for attempt in range(self.max_retries + 1):
-            if self._aborted.is_set():
-                return self._failed(started, "the run was interrupted", retryable=False)
             if attempt:
                 with self._lock:
                     self.usage["retries"] += 1
+            if self._aborted.is_set() or not self._limit.acquire():
+                return self._failed(started, "the run was interrupted", retryable=False)
+            sent = time.perf_counter()  # the deadline and the latency run from here, not from the queue
+            outcome: Outcome = "failed"
+            tokens = retry_after = delay = None
             try:
-                return self._reply(self._post(content), started, attempt)
+                reply = self._reply(self._post(content), started, attempt)
+                outcome, tokens = "ok", reply.completion_tokens
+                return reply
             except _Final as error:
                 last_error = str(error)
                 break
             except _Abandoned as error:
-                last_error, retryable = str(error), False
+                last_error, retryable, outcome = str(error), False, "timed_out"
                 break
             except (*_UNREACHED, _NoReply, _Transient) as error:
                 last_error = f"{type(error).__name__}: {error}"
-                if attempt < self.max_retries:
-                    delay = getattr(error, "retry_after", None) or min(MAX_BACKOFF_S, self.backoff_s * 2**attempt)
-                    self._aborted.wait(delay)
+                if isinstance(error, _Transient):
+                    outcome, retry_after = "overloaded", error.retry_after
+                delay = retry_after or min(MAX_BACKOFF_S, self.backoff_s * 2**attempt)
             except Exception as error:  # nothing a server sends may escape act() and drop the batch
                 last_error = f"{type(error).__name__}: {error}"
                 break
+            finally:
+                self._limit.release(outcome, time.perf_counter() - sent, tokens, retry_after)
+            if attempt < self.max_retries:
+                self._aborted.wait(delay)
         if self._aborted.is_set():
             retryable = False
         return self._failed(started, last_error, retryable=retryable)
@@ -284,6 +297,7 @@ class OpenAIAgent:
         """Stop every request in flight now: their connections are shut, each is answered
         as failed (not retried), and no request is sent after this."""
         self._aborted.set()
+        self._limit.close()
         self._backend.shut_all()
 
     def _failed(self, started: float, error: str, *, retryable: bool = True) -> AgentReply:

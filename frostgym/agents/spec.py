@@ -31,10 +31,12 @@ def make_agent(
     batch_size: int = 16,
     request_timeout_s: float | None = None,
     concurrency: int = 16,
+    adaptive_concurrency: bool = True,
 ) -> Agent:
     """Build an agent from its spec; ``seed`` and ``sampling`` configure agents that sample.
     ``batch_size`` is an in-process model's prompts per forward pass; ``concurrency`` the
-    openai agent's most requests in flight; ``request_timeout_s`` the openai agent's
+    openai agent's most requests in flight (adapted below it to the server's load unless
+    ``adaptive_concurrency`` is False: ``frostgym.agents.concurrency``); ``request_timeout_s`` the openai agent's
     whole-request deadline (its default when None); other agents make no requests and
     refuse it. Model-backed agents import their
     heavy dependencies only when asked for."""
@@ -64,7 +66,14 @@ def make_agent(
         if not sep or not base_url or not model:
             raise ValueError(f"openai agent spec must be openai:BASE_URL#MODEL, got {spec!r}")
         timeout_s = DEFAULT_TIMEOUT_S if request_timeout_s is None else request_timeout_s
-        return OpenAIAgent(base_url, model, sampling=sampling, concurrency=concurrency, timeout_s=timeout_s)
+        return OpenAIAgent(
+            base_url,
+            model,
+            sampling=sampling,
+            concurrency=concurrency,
+            timeout_s=timeout_s,
+            adaptive_concurrency=adaptive_concurrency,
+        )
     if spec.startswith("replay:"):
         from frostgym.agents.replay import ReplayAgent
 

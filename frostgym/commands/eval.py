@@ -82,9 +82,17 @@ def eval_cmd(
         int,
         typer.Option(
             min=1,
-            help="openai agent: most requests in flight; each episode's request goes out as soon as it needs one.",
+            help="openai agent: most requests in flight; each episode's request goes out as soon as it needs one,"
+            " and the number in flight adapts to the server's latency and 429/503 answers below this.",
         ),
     ] = 16,
+    fixed_concurrency: Annotated[
+        bool,
+        typer.Option(
+            "--fixed-concurrency",
+            help="openai agent: keep --concurrency requests in flight from the start, without adapting.",
+        ),
+    ] = False,
     request_timeout: Annotated[
         float | None,
         typer.Option(
@@ -180,6 +188,7 @@ def eval_cmd(
             batch_size=model_batch_size,
             request_timeout_s=request_timeout,
             concurrency=concurrency,
+            adaptive_concurrency=not fixed_concurrency,
         )
     except (ValueError, KeyError, gymnasium.error.Error) as error:
         raise typer.BadParameter(str(error)) from error

@@ -312,6 +312,7 @@ def load_agent(
     batch_size: int = 16,
     request_timeout_s: float | None = None,
     concurrency: int = 16,
+    adaptive_concurrency: bool = True,
 ) -> Agent:
     """``make_agent(spec, ...)``, saying what it does while it does it: converting the
     embedded model's GGUF file (its first use on a machine) and loading a model's weights
@@ -328,6 +329,7 @@ def load_agent(
             batch_size=batch_size,
             request_timeout_s=request_timeout_s,
             concurrency=concurrency,
+            adaptive_concurrency=adaptive_concurrency,
         )
 
     if spec == "smollm2":

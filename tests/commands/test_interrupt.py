@@ -45,7 +45,15 @@ def test_ctrl_c_stops_a_run_with_hanging_requests_at_once_and_resume_sends_only_
     hanging.set()
     with ChatServer(respond) as server:
         command = [*FROSTGYM, "eval", "--env", "frostgym/Arithmetic-v0", "--episodes", str(EPISODES)]
-        command += ["--agent", f"openai:{server.base_url}#echo", "--concurrency", str(CONCURRENCY), "--out", str(out)]
+        command += [
+            "--agent",
+            f"openai:{server.base_url}#echo",
+            "--concurrency",
+            str(CONCURRENCY),
+            "--fixed-concurrency",
+            "--out",
+            str(out),
+        ]
         run = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             episodes = out / "episodes.jsonl"

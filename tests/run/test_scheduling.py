@@ -26,7 +26,8 @@ SQL = "frostgym/SQL-v0"
 
 
 def _agent(server: ChatServer, concurrency: int, model: str = "echo") -> OpenAIAgent:
-    return OpenAIAgent(server.base_url, model, sampling=SamplingParams(max_new_tokens=8), concurrency=concurrency)
+    sampling = SamplingParams(max_new_tokens=8)  # every episode in flight from the start: what these tests vary
+    return OpenAIAgent(server.base_url, model, sampling=sampling, concurrency=concurrency, adaptive_concurrency=False)
 
 
 def _content(outcomes: list[Outcome]) -> dict[str, Any]:
