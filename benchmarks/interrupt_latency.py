@@ -55,7 +55,7 @@ def one(checkout: Path, url: str, old: bool) -> dict[str, Any]:
         "--out",
         str(out),
     ]
-    command += ["--model-batch-size", "16"] if old else ["--concurrency", "16"]
+    command += ["--model-batch-size", "16"] if old else ["--concurrency", "16", "--fixed-concurrency"]
     env = {**os.environ, "PYTHONPATH": str(checkout)}
     run = subprocess.Popen(command, cwd=checkout, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seen, still = -1, time.monotonic()

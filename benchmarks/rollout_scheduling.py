@@ -7,8 +7,12 @@ the same latencies). ``frostgym``'s OpenAI agent plays the same plan against it 
 the path ``frostgym eval --agent openai:...`` runs: with the agent fed one request per
 episode as that episode needs it (its declared ``scheduling``, the default) and fed in
 lockstep turns (every live episode's request in one call, the next turn after the slowest
-reply; the runner's only way before). Printed: episodes/s of each, their ratio, and how
-busy the server's slots were (the time they spent generating over slots x wall time).
+reply; the runner's only way before). The per-episode side runs twice: with the agent's
+default adaptive limit on requests in flight (it starts at one and grows to the server's
+slots) and with ``--fixed-concurrency`` (all of them from the start). Printed: episodes/s
+of each, their ratio, and how busy the server's slots were (the time they spent generating
+over slots x wall time). A reply's completion tokens are in proportion to its time, as on
+a real server, where the long replies are the slow ones.
 
 The single-turn id is ``frostgym/Arithmetic-v0``; the multi-turn one ``frostgym/SQL-v0``,
 where the server explores with two ``run_sql`` calls before it answers (three turns).
@@ -87,7 +91,7 @@ def _reply(body: dict[str, Any], tokens: int) -> dict[str, Any]:
     messages = body["messages"]
     explored = sum(1 for m in messages if m["role"] == "assistant")
     if body.get("tools") and explored < 2:
-        call = {"id": f"c{explored}", "type": "function"}
+        call: dict[str, Any] = {"id": f"c{explored}", "type": "function"}
         call["function"] = {"name": "run_sql", "arguments": json.dumps({"query": "SELECT 1"})}
         message: dict[str, Any] = {"role": "assistant", "content": "", "tool_calls": [call]}
         finish = "tool_calls"
@@ -106,12 +110,18 @@ def _reply(body: dict[str, Any], tokens: int) -> dict[str, Any]:
     }
 
 
-def one_run(env_id: str, episodes: int, concurrency: int, scheduling: str, median_s: float) -> dict[str, Any]:
+def one_run(
+    env_id: str, episodes: int, concurrency: int, scheduling: str, median_s: float, adaptive: bool = True
+) -> dict[str, Any]:
     server = StragglerServer(concurrency, median_s)
     began = time.perf_counter()
     try:
         agent = OpenAIAgent(
-            server.base_url, "straggler", sampling=SamplingParams(max_new_tokens=16), concurrency=concurrency
+            server.base_url,
+            "straggler",
+            sampling=SamplingParams(max_new_tokens=16),
+            concurrency=concurrency,
+            adaptive_concurrency=adaptive and scheduling == "per_request",
         )
         agent.scheduling = scheduling  # type: ignore[assignment]  # the lockstep side feeds it in turns
         split = "dev" if env_id.endswith("SQL-v0") else "train"
@@ -130,7 +140,9 @@ def one_run(env_id: str, episodes: int, concurrency: int, scheduling: str, media
     return {
         "env_id": env_id,
         "scheduling": scheduling,
+        "adaptive": adaptive and scheduling == "per_request",
         "concurrency": concurrency,
+        "limit_reached": agent.describe()["concurrency_limit"]["reached"],
         "episodes": len(plan),
         "completed": done,
         "dropped": len(sink.drops),
@@ -161,18 +173,21 @@ def main() -> None:
     rows = []
     print(f"load {os.getloadavg()[0]:.2f}; lognormal latency, median {args.median}s, p99 {20 * args.median:.1f}s")
     header = ("env", "in flight", "episodes", "lockstep eps/s", "per-episode eps/s", "ratio", "busy", "busy to drain")
-    print("{:24} {:>9} {:>8} {:>15} {:>18} {:>6} {:>12} {:>14}".format(*header))
+    print("{:24} {:>9} {:>8} {:>15} {:>18} {:>6} {:>12} {:>14}".format(*header), " fixed: eps/s ratio busy")
     for env_id in args.env or ["frostgym/Arithmetic-v0", "frostgym/SQL-v0"]:
         for concurrency in args.concurrency or [8, 64, 256]:
             episodes = concurrency * args.turns_of_work
             lock = one_run(env_id, episodes, concurrency, "batched", args.median)
             per = one_run(env_id, episodes, concurrency, "per_request", args.median)
+            fixed = one_run(env_id, episodes, concurrency, "per_request", args.median, adaptive=False)
             ratio = per["episodes_per_s"] / lock["episodes_per_s"]
+            fixed_ratio = fixed["episodes_per_s"] / lock["episodes_per_s"]
             busy = f"{lock['slots_busy']:.0%} -> {per['slots_busy']:.0%}"
             steady = f"{lock['slots_busy_until_drain']:.0%} -> {per['slots_busy_until_drain']:.0%}"
             cells = (env_id, concurrency, per["episodes"], lock["episodes_per_s"], per["episodes_per_s"], ratio)
-            print("{:24} {:9} {:8} {:15.1f} {:18.1f} {:5.2f}x".format(*cells), f"{busy:>12} {steady:>14}")
-            rows.append({"lockstep": lock, "per_episode": per, "ratio": round(ratio, 2)})
+            tail = f"{fixed['episodes_per_s']:12.1f} {fixed_ratio:5.2f}x {fixed['slots_busy']:.0%}"
+            print("{:24} {:9} {:8} {:15.1f} {:18.1f} {:5.2f}x".format(*cells), f"{busy:>12} {steady:>14}", tail)
+            rows.append({"lockstep": lock, "per_episode": per, "per_episode_fixed": fixed, "ratio": round(ratio, 2)})
     if args.json:
         result = {"load_at_start": os.getloadavg(), "median_s": args.median, "rows": rows}
         args.json.write_text(json.dumps(result, indent=1) + "\n")

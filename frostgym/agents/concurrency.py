@@ -15,12 +15,15 @@ concurrency-limits do it), between 1 and the ``maximum`` the user gave (``--conc
 - **Latency.** Each reply's seconds per generated token (the server's own
   ``completion_tokens``; the whole latency when it reports none) is compared with the
   lowest the run has seen (the server's cost without a queue; it drifts up slowly so a
-  changed load can be relearned). A reply over ``CONGESTED_RATIO`` times that baseline
-  waited in a queue at the server: the limit does not grow on it. When even the fastest
-  of the last replies (``LATENCY_WINDOW``, or a quarter of the limit when that is more)
-  was over the ratio, the queue is standing: the
-  limit is multiplied by ``LATENCY_DECREASE``. The fastest, not the median: a queue slows
-  every reply, a straggler (a long generation) only its own. So a one-at-a-time server
+  changed load can be relearned). A reply over ``CONGESTED_RATIO`` times that baseline,
+  and also ``MIN_QUEUE_S`` over it in seconds, waited in a queue at the server: the limit
+  does not grow on it. When every one of the last replies (``LATENCY_WINDOW``, or a
+  quarter of the limit when that is more) queued, the queue is standing: the limit is
+  multiplied by ``LATENCY_DECREASE``. Every one, not most: a queue slows every reply, a
+  straggler (a long generation) only its own.
+- **The deadline.** A reply that took over half of its request's deadline also shrinks the
+  limit by ``LATENCY_DECREASE``: the next ones would otherwise time out in the queue, and a
+  timed-out request is a generation wasted. So a one-at-a-time server
   settles at one or two requests in flight; a batching server whose cost per token rises
   less than the ratio with its batch is filled up to ``maximum`` (for one that slows more,
   ``--fixed-concurrency`` keeps ``maximum`` in flight).
@@ -40,12 +43,15 @@ from collections import deque
 from collections.abc import Callable
 from typing import Literal
 
-#: Fewest replies whose fastest latency is compared with the baseline (a quarter of the
+#: Fewest replies that must all have queued for the limit to shrink (a quarter of the
 #: limit when that is more: more replies in flight, more chances for a fixed cost per
 #: request, the network's and the env's, to inflate a short reply's cost per token).
 LATENCY_WINDOW = 3
 #: Cost per token over the baseline above which a reply is taken to have queued.
 CONGESTED_RATIO = 1.5
+#: Seconds a reply must also have waited over its no-queue cost to count as queued: less is
+#: the jitter of a loaded machine (threads, the GIL, the network), not a queue at the server.
+MIN_QUEUE_S = 0.05
 LATENCY_DECREASE = 0.75
 OVERLOAD_DECREASE = 0.5
 #: The baseline's drift up per reply (1% per 10 replies), so it follows a changed load.
@@ -63,10 +69,18 @@ class ConcurrencyLimit:
     ``acquire`` waits for a free place (False once ``close`` was called: send nothing);
     every acquire is matched by one ``release`` with what became of the request."""
 
-    def __init__(self, maximum: int, *, adaptive: bool = True, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        maximum: int,
+        *,
+        adaptive: bool = True,
+        deadline_s: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         if maximum < 1:
             raise ValueError(f"concurrency must be at least 1, got {maximum}")
         self.maximum = maximum
+        self.deadline_s = deadline_s
         self.adaptive = adaptive
         self._clock = clock
         self._limit = 1.0 if adaptive else float(maximum)
@@ -75,7 +89,7 @@ class ConcurrencyLimit:
         self._closed = False
         self._hold_until = 0.0
         self._baseline: float | None = None
-        self._recent: deque[float] = deque(maxlen=max(LATENCY_WINDOW, maximum // 4))
+        self._recent: deque[bool] = deque(maxlen=max(LATENCY_WINDOW, maximum // 4))  # whether each queued
         self._since_decrease = 0
         self._started = clock()
         self._trace: list[tuple[float, int]] = [(0.0, int(self._limit))]
@@ -147,12 +161,14 @@ class ConcurrencyLimit:
             return
         cost = latency_s / tokens if tokens else latency_s
         self._baseline = cost if self._baseline is None else min(cost, self._baseline * BASELINE_DRIFT)
-        self._recent.append(cost)
-        congested = CONGESTED_RATIO * self._baseline
+        waited = latency_s - self._baseline * (tokens or 1)  # over what the reply costs with no queue
+        queued = cost > CONGESTED_RATIO * self._baseline and waited > MIN_QUEUE_S
+        self._recent.append(queued)
         window = max(LATENCY_WINDOW, self.limit // 4)
-        if len(self._recent) >= window and min(list(self._recent)[-window:]) > congested:
+        near_deadline = self.deadline_s is not None and latency_s > self.deadline_s / 2
+        if near_deadline or (len(self._recent) >= window and all(list(self._recent)[-window:])):
             self._decrease(LATENCY_DECREASE)
-        elif cost <= congested and self._in_flight + 1 >= self._limit / 2:  # unqueued, the limit in use
+        elif not queued and self._in_flight + 1 >= self._limit / 2:  # unqueued, the limit in use
             self._set(self._limit + (1.0 if self._slow_start else 1.0 / self._limit))
 
     def _decrease(self, factor: float) -> None:

@@ -196,7 +196,7 @@ class OpenAIAgent:
         self._backend = _DeadlineBackend(self._deadline)
         self._pool = _connection_pool(self.url, self._backend, concurrency)
         self._aborted = threading.Event()
-        self._limit = ConcurrencyLimit(concurrency, adaptive=adaptive_concurrency)
+        self._limit = ConcurrencyLimit(concurrency, adaptive=adaptive_concurrency, deadline_s=timeout_s)
         self._lock = threading.Lock()
         self.usage = {"requests": 0, "retries": 0, "failures": 0, "prompt_tokens": 0, "completion_tokens": 0}
         self.on_tokens: TokenHook | None = None

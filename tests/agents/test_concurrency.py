@@ -140,3 +140,12 @@ def test_the_history_stays_bounded() -> None:
         limit.release("overloaded" if n % 8 == 7 else "ok", latency_s=0.1, tokens=1)
     trace = limit.describe()["trace"]
     assert isinstance(trace, list) and len(trace) <= MAX_TRACE_POINTS + 1
+
+
+def test_a_reply_past_half_its_deadline_shrinks_the_limit() -> None:
+    limit = ConcurrencyLimit(16, deadline_s=1.0)
+    for _ in range(4):
+        _round_trip(limit, 0.1)
+    before = limit.limit
+    _round_trip(limit, 0.6, *[0.1] * (before - 1))  # the rest of the queue would run out its deadline
+    assert limit.limit < before
