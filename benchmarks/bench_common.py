@@ -119,3 +119,8 @@ def serve_chat(answer: Callable[[dict[str, Any]], dict[str, Any]]) -> ThreadingH
     httpd.request_queue_size = 1024
     threading.Thread(target=httpd.serve_forever, daemon=True).start()
     return httpd
+
+
+def chat_url(httpd: ThreadingHTTPServer) -> str:
+    """The API root of a ``serve_chat`` server, for ``--agent openai:URL#MODEL``."""
+    return f"http://127.0.0.1:{httpd.server_address[1]}/v1"

@@ -88,7 +88,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
     httpd = bench_common.serve_chat(_answer)
-    url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+    url = bench_common.chat_url(httpd)
     print(f"load {os.getloadavg()[0]:.2f}; checkout {args.checkout}")
     results = [one(args.checkout, url, args.old) for _ in range(args.runs)]
     for result in results:

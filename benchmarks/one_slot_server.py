@@ -43,10 +43,7 @@ class OneSlotServer:
         self._waiting = 0
         self._lock = threading.Lock()
         self.httpd = bench_common.serve_chat(self.generate)
-
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        self.base_url = bench_common.chat_url(self.httpd)
 
     def generate(self, body: dict[str, Any]) -> dict[str, Any]:
         with self._lock:

@@ -63,7 +63,7 @@ class StragglerServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+        return bench_common.chat_url(self.httpd)
 
     def generate(self, body: dict[str, Any]) -> dict[str, Any]:
         rng = np.random.default_rng(int(body["seed"]))
