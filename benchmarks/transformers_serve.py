@@ -58,12 +58,15 @@ def _eval(env_id: str, split: str, episodes: int, agent: str) -> tuple[dict[str,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--only", help="run only the case whose env id starts with this")
     args = parser.parse_args()
     model_dir = ensure_converted()
     print(f"load {os.getloadavg()[0]:.2f}; model {model_dir.name}")
     rows = []
     with transformers_serve(model_dir) as url:
         for env_id, split, episodes in CASES:
+            if args.only and not env_id.startswith(args.only):
+                continue
             served_card, served, served_wall = _eval(env_id, split, episodes, f"openai:{url}#{model_dir}")
             _, local, local_wall = _eval(env_id, split, episodes, "smollm2")
             usage = served_card["agent"].get("usage", {})
