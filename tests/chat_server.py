@@ -5,6 +5,14 @@ The model name picks the behaviour: ``echo`` answers with the last user message,
 answers 429 with Retry-After once, ``broken`` answers 400, ``garbage`` answers non-JSON,
 ``tools`` answers with a tool call. Every request body is kept for assertions.
 
+``vllm-tokens`` answers ``reply N`` (N: the messages it was sent), with vLLM's token fields
+when the request asks for them (``return_token_ids``: ``prompt_token_ids`` and ``choices[0].token_ids``;
+``logprobs`` with ``return_tokens_as_token_ids``: ``"token_id:N"`` tokens): the ids of a toy
+tokenizer (``toy_prompt_ids``, ``toy_completion_ids``: one id per character) whose template
+renders every earlier turn as it was generated, so each prompt extends the one before.
+``vllm-tokens-strip`` has a template that drops ``<think>...</think>`` from earlier assistant
+turns, as Qwen3's does, and always thinks, so every turn after the first breaks the prefix.
+
 A test can take over the answers with ``respond``: given a request body, it returns
 ``(status, payload, headers)`` or ``None`` for the behaviour above. A payload is JSON
 data, ``str`` or ``bytes`` sent as they are, or a ``RawWriter`` that writes the whole
@@ -16,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 import urllib.parse
 from collections import Counter
@@ -26,6 +35,34 @@ from typing import Any, BinaryIO
 #: Writes a whole raw HTTP response to the socket file; ``stop`` is set when the server shuts down.
 RawWriter = Callable[[BinaryIO, threading.Event], None]
 Answer = tuple[int, Any, dict[str, str]]
+
+
+#: The toy tokenizer's special ids: an end-of-turn token (also its end-of-sequence token), and
+#: one id per role. A character ``c`` is id ``ord(c) + TOY_OFFSET``.
+TOY_END, TOY_OFFSET = 2, 100
+TOY_ROLES = {"system": 3, "user": 4, "assistant": 5, "tool": 6}
+
+
+def toy_prompt_ids(messages: list[dict[str, Any]], *, strip_thinking: bool = False) -> list[int]:
+    """The toy template: each message as its role id, its content's characters and the
+    end-of-turn id, then the assistant role id (the generation prompt). ``strip_thinking``
+    drops ``<think>...</think>`` from assistant turns, as Qwen3's template does."""
+    ids: list[int] = []
+    for m in messages:
+        content = m.get("content") or ""
+        if strip_thinking and m["role"] == "assistant":
+            content = re.sub(r"<think>.*?</think>", "", content, flags=re.DOTALL)
+        ids += [TOY_ROLES[m["role"]], *(ord(c) + TOY_OFFSET for c in content), TOY_END]
+    return [*ids, TOY_ROLES["assistant"]]
+
+
+def toy_completion_ids(text: str) -> list[int]:
+    """What the toy model generated for ``text``: its characters, then end of sequence."""
+    return [*(ord(c) + TOY_OFFSET for c in text), TOY_END]
+
+
+def toy_logprob(position: int) -> float:
+    return -0.25 * (position % 4)
 
 
 class ChatServer:
@@ -113,4 +150,31 @@ class ChatServer:
                 ],
             }
         usage = {"prompt_tokens": len(str(body["messages"])), "completion_tokens": 7}
+        if model in ("vllm-tokens", "vllm-tokens-strip"):
+            return 200, self.with_tokens(body, model == "vllm-tokens-strip"), {}
         return 200, {"choices": [{"message": message, "finish_reason": "stop"}], "usage": usage}, {}
+
+    def with_tokens(self, body: dict[str, Any], strip: bool) -> dict[str, Any]:
+        """A vLLM-shaped answer with what the request asked for of the toy tokenizer's ids."""
+        text = f"reply {len(body['messages'])}"  # no tags: a multi-turn env reads it as no answer, and goes on
+        if strip:
+            text = f"<think>{len(body['messages'])} messages</think>{text}"
+        prompt = toy_prompt_ids(body["messages"], strip_thinking=strip)
+        completion = toy_completion_ids(text)
+        choice: dict[str, Any] = {"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        reply: dict[str, Any] = {
+            "choices": [choice],
+            "usage": {"prompt_tokens": len(prompt), "completion_tokens": len(completion)},
+        }
+        if body.get("logprobs"):
+            spell = body.get("return_tokens_as_token_ids")
+            choice["logprobs"] = {
+                "content": [
+                    {"token": f"token_id:{t}" if spell else chr(max(t - TOY_OFFSET, 32)), "logprob": toy_logprob(i)}
+                    for i, t in enumerate(completion)
+                ]
+            }
+        if body.get("return_token_ids"):
+            reply["prompt_token_ids"] = prompt
+            choice["token_ids"] = completion
+        return reply

@@ -162,7 +162,8 @@ def test_no_cycle_between_units() -> None:
 #: The floors of the house, lowest first: a unit imports only units on floors below its own.
 #: The pipeline reads upwards: tasks and envs, a run (plan, runner, backends), its card (the
 #: on-disk format), evaluation over cards, then comparing and reporting; training sits beside
-#: evaluation, on the run. A new unit is given its floor here.
+#: evaluation, on the run; the trainers' reader of cards (``integrations``) above the card. A new
+#: unit is given its floor here.
 FLOORS: dict[str, int] = {
     "version": 0,
     "core": 0,
@@ -178,6 +179,7 @@ FLOORS: dict[str, int] = {
     "cards": 7,
     "contamination": 7,
     "train": 7,
+    "integrations": 8,
     "evaluate": 8,
     "compare": 8,
     "export": 8,

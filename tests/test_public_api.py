@@ -1,7 +1,8 @@
-"""The public API, listed: what ``frostgym``, ``frostgym.cards``, ``frostgym.compare`` and
-``frostgym.train`` export. A change to it fails here, so it is made on purpose (and noted
-in CHANGELOG.md). Every name resolves, and ``import frostgym`` stays cheap: it registers the
-ids and imports none of the modules behind the names until one is used."""
+"""The public API, listed: what ``frostgym``, ``frostgym.cards``, ``frostgym.compare``,
+``frostgym.integrations`` and ``frostgym.train`` export. A change to it fails here, so it is
+made on purpose (and noted in CHANGELOG.md). Every name resolves, and ``import frostgym``
+stays cheap: it registers the ids and imports none of the modules behind the names until
+one is used."""
 
 from __future__ import annotations
 
@@ -42,6 +43,7 @@ PUBLIC = {
         "read_gates",
         "trend",
     ],
+    "frostgym.integrations": ["TokenTurn", "card_token_turns", "token_turns"],
     "frostgym.train": [
         "Curriculum",
         "CurriculumConfig",

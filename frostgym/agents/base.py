@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from frostgym.core.episode import Drop, DropClass
+from frostgym.core.episode import Drop, DropClass, TokenTrace
 from frostgym.core.messages import Action, Observation
 
 
@@ -40,7 +40,11 @@ class AgentRequest:
 class AgentReply:
     """One action, or ``drop`` when the policy could not produce one for this request
     (a server that kept failing, a replay with no recorded action; build it with
-    ``failed``). A dropped reply drops its episode only; the env is not stepped with it."""
+    ``failed``). A dropped reply drops its episode only; the env is not stepped with it.
+
+    ``tokens``, when the agent can give them, are the ids the model was fed and generated and
+    the completion's logprobs (``TokenTrace``): the runner puts them on the step record as
+    they are, with ``prefix_mismatch`` set against the episode's previous step."""
 
     action: Action
     prompt_tokens: int | None = None
@@ -53,6 +57,7 @@ class AgentReply:
     #: request may still be at work on the server (it timed out waiting for the reply), so
     #: that sending it again would only queue a second generation behind the first.
     retryable: bool = True
+    tokens: TokenTrace | None = None
 
     @classmethod
     def failed(
@@ -65,7 +70,7 @@ class AgentReply:
         return cls(action="", drop=Drop(drop_class, "agent", error), retryable=retryable, **trace)
 
     def trace(self) -> dict[str, Any]:
-        """Everything but the action, for the episode record."""
+        """Everything but the action and the tokens, for the step record's ``agent``."""
         return {
             **self.extra,
             "prompt_tokens": self.prompt_tokens,

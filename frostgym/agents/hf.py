@@ -7,8 +7,18 @@
   same request gives the same text whatever batch it lands in, and the global torch
   RNG is never touched. ``temperature == 0`` is plain greedy decoding.
 - Stop strings end generation and are cut from the text, as in the OpenAI API.
-- Logprobs, when asked for, are of each chosen token under the model's raw (temperature
-  1) distribution: what KL and entropy diagnostics need.
+- Token ids are always recorded (``AgentReply.tokens``, a ``TokenTrace``): the prompt ids
+  the model was fed, without the batch's padding; the completion ids it generated, through
+  its first end-of-sequence token, or through the token that completed a stop string (the
+  text is cut before the stop string; the ids are what was sampled), or all
+  ``max_new_tokens`` of them, never the padding ``generate`` gives a row that finished
+  before the others; and each completion token's logprob under the distribution it was
+  drawn from, taken inside the sampler (``logprobs_of="sampling"``: the temperature-scaled,
+  top-p-truncated and renormalised distribution ``SeededSampler`` draws from), or, when
+  greedy, the log-softmax of the final scores whose argmax was taken
+  (``logprobs_of="model"``: temperature 1; a greedy pick's own distribution is a point mass).
+- Logprobs in ``extra``, when ``sampling.logprobs`` asks for them, are of each chosen token
+  under the model's raw (temperature 1) distribution: what KL and entropy diagnostics need.
 - Nothing is ever downloaded: offline mode is forced and every load is ``local_files_only``.
 - Progress: with ``on_tokens`` set, each decoding step's new tokens are reported as they
   are made (a streamer handed to ``generate``), and each batch's replies when it is done,
@@ -33,6 +43,7 @@ from transformers.generation.streamers import BaseStreamer
 
 from frostgym.agents.base import AgentReply, AgentRequest, TokenHook
 from frostgym.agents.sampling import SamplingParams
+from frostgym.core.episode import LogprobsOf, TokenTrace
 from frostgym.core.errors import ModelNotFoundError
 from frostgym.core.seeding import derive_seed
 
@@ -42,26 +53,48 @@ def default_device() -> str:
 
 
 class SeededSampler(LogitsProcessor):
-    """Temperature and top-p sampling with one generator per row (see module docstring)."""
+    """Temperature and top-p sampling with one generator per row (see module docstring).
+    ``logprobs`` gets, at each decoding step, each row's chosen token's logprob under the
+    distribution it was drawn from (top-p's kept tokens renormalised)."""
 
     def __init__(self, temperature: float, top_p: float, seeds: Sequence[int], device: torch.device) -> None:
         self.temperature = temperature
         self.top_p = top_p
         self.generators = [torch.Generator(device=device).manual_seed(s) for s in seeds]
+        self.logprobs: list[torch.Tensor] = []
 
     def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
-        probs = torch.softmax(scores.float() / self.temperature, dim=-1)
+        scaled = scores.float() / self.temperature
+        probs = torch.softmax(scaled, dim=-1)
+        kept_mass = None
         if self.top_p < 1.0:
             sorted_probs, order = torch.sort(probs, descending=True, dim=-1)
             keep = torch.cumsum(sorted_probs, dim=-1) - sorted_probs < self.top_p  # always keeps the top token
             sorted_probs = sorted_probs * keep
+            kept_mass = sorted_probs.sum(dim=-1)
             probs = torch.zeros_like(probs).scatter(-1, order, sorted_probs)
         chosen = torch.stack(
             [torch.multinomial(probs[i], 1, generator=g) for i, g in enumerate(self.generators)]
         ).squeeze(-1)
+        rows = torch.arange(scores.shape[0], device=scores.device)
+        chosen_logprobs = torch.log_softmax(scaled, dim=-1)[rows, chosen]  # not log(probs): exact for tiny p
+        self.logprobs.append(chosen_logprobs if kept_mass is None else chosen_logprobs - kept_mass.log())
         one_hot = torch.full_like(scores, float("-inf"))
-        one_hot[torch.arange(scores.shape[0]), chosen] = 0.0
+        one_hot[rows, chosen] = 0.0
         return one_hot  # type: ignore[return-value]
+
+
+class GreedyLogprobs(LogitsProcessor):
+    """Records, at each greedy decoding step, the log-softmax of the final scores at their
+    argmax (the token ``generate`` then picks): the chosen token's logprob at temperature 1.
+    Last in the processor list, so it sees the scores the pick is made from."""
+
+    def __init__(self) -> None:
+        self.logprobs: list[torch.Tensor] = []
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        self.logprobs.append(torch.log_softmax(scores.float(), dim=-1).max(dim=-1).values)
+        return scores
 
 
 class TokenCounter(BaseStreamer):
@@ -113,9 +146,11 @@ class HFAgent:
 
     ``act`` returns one ``AgentReply`` per request, in order: the completion text (stop
     strings cut), its prompt and completion token counts, ``finish_reason`` ``"stop"`` or
-    ``"length"``, and in ``extra`` the latency, the batch size, the sampling parameters and,
-    when ``sampling.logprobs`` is set, each completion token's logprob. It raises what
-    the model raises (CUDA out of memory, a prompt longer than the model takes).
+    ``"length"``, its ``tokens`` (prompt ids, completion ids and their logprobs: the module
+    docstring says which ids and which logprobs), and in ``extra`` the latency, the batch
+    size, the sampling parameters and, when ``sampling.logprobs`` is set, each completion
+    token's raw logprob. It raises what the model raises (CUDA out of memory, a prompt
+    longer than the model takes).
 
     Determinism: each request samples from its own generator, seeded from
     ``sampling.seed`` and the request's ``seed``, so the same request gives the same text
@@ -210,9 +245,13 @@ class HFAgent:
         started = time.perf_counter()
         encoded = self.tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self.device)
         processors = LogitsProcessorList()
+        recorder: SeededSampler | GreedyLogprobs
         if params.temperature > 0:
             seeds = [derive_seed("hf-sampling", params.seed, r.seed) for r in requests]
-            processors.append(SeededSampler(params.temperature, params.top_p, seeds, self.device))
+            recorder = SeededSampler(params.temperature, params.top_p, seeds, self.device)
+        else:
+            recorder = GreedyLogprobs()
+        processors.append(recorder)
         eos_ids = set(_as_list(self.model.generation_config.eos_token_id)) | {self.tokenizer.eos_token_id}
         hook = self.on_tokens
         streamer = None if hook is None else TokenCounter(hook, eos_ids, self.tokenizer.pad_token_id)
@@ -239,26 +278,60 @@ class HFAgent:
         step_logprobs = (
             torch.log_softmax(torch.stack(output.logits, dim=1).float(), dim=-1) if params.logprobs else None
         )
+        chosen = torch.stack(recorder.logprobs, dim=1).cpu().tolist() if recorder.logprobs else None
+        logprobs_of: LogprobsOf = "sampling" if params.temperature > 0 else "model"
+        input_ids, attention = encoded["input_ids"].cpu(), encoded["attention_mask"].cpu().bool()
         replies = []
         for row in range(new_tokens.shape[0]):
             tokens = new_tokens[row].tolist()
             count, ended = _completion_length(tokens, eos_ids, self.tokenizer.pad_token_id)
+            if params.stop and (through_stop := self._stop_end(tokens, count, params.stop)) < count:
+                count, ended = through_stop, False  # what follows the stop string is padding
             text = self.tokenizer.decode(tokens[:count], skip_special_tokens=True)
             text, hit_stop = _cut_at_stop(text, params.stop)
             finish = "stop" if ended or hit_stop else "length"
             extra: dict[str, Any] = {"latency_s": elapsed, "batch_size": len(prompts), "sampling": params.to_dict()}
             if step_logprobs is not None:
                 extra["logprobs"] = [float(step_logprobs[row, t, tok]) for t, tok in enumerate(tokens[:count])]
+            trace = TokenTrace(
+                prompt_ids=input_ids[row][attention[row]].tolist(),
+                completion_ids=tokens[:count],
+                logprobs=None if chosen is None else chosen[row][:count],
+                logprobs_of=None if chosen is None else logprobs_of,
+            )
             replies.append(
                 AgentReply(
                     action=text,
-                    prompt_tokens=int(encoded["attention_mask"][row].sum()),
+                    prompt_tokens=int(attention[row].sum()),
                     completion_tokens=count,
                     finish_reason=finish,
                     extra=extra,
+                    tokens=trace,
                 )
             )
         return replies
+
+    def _stop_end(self, tokens: list[int], count: int, stop: tuple[str, ...]) -> int:
+        """How many of a row's first ``count`` tokens were generated when a stop string may
+        have ended it: through the first token whose text completes a stop string (what
+        ``generate`` stopped at; a finished row is padded after it, and when the pad token is
+        the end-of-sequence token that padding would read as a generated one), else
+        ``count``. A binary search over decoded prefixes: a prefix's text only grows."""
+
+        def stopped(k: int) -> bool:
+            text = self.tokenizer.decode(tokens[:k], skip_special_tokens=True)
+            return any(s and s in text for s in stop)
+
+        if not stopped(count):
+            return count
+        low, high = 1, count  # stopped(high) holds
+        while low < high:
+            middle = (low + high) // 2
+            if stopped(middle):
+                high = middle
+            else:
+                low = middle + 1
+        return high
 
 
 def _as_list(value: int | list[int] | None) -> list[int]:

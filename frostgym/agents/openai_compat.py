@@ -45,6 +45,18 @@ and never raises. The bounds, and why each is needed:
 
 Tool-call arguments that are a JSON string are decoded; arguments that are not valid
 JSON stay a string, and the env reports the malformed call as it would for any model.
+
+**Token ids** (``token_ids=True``; ``frostgym eval --token-ids``): each request also asks a
+vLLM server for what the model saw and produced: ``logprobs: true``,
+``return_tokens_as_token_ids: true`` (each ``choices[0].logprobs.content[i].token`` is then
+``"token_id:123"``) and ``return_token_ids: true`` (the response's ``prompt_token_ids`` and
+``choices[0].token_ids``). The reply's ``tokens`` (a ``TokenTrace``) hold what came back:
+prompt ids from ``prompt_token_ids``; completion ids from ``choices[0].token_ids``, else from
+the ``token_id:N`` tokens of the logprobs when every one reads as such; the logprobs of
+``logprobs.content`` (``logprobs_of="server"``), kept only when there is one per completion
+id. A part that is absent or malformed (not a list of integers from 0 to 2**31 - 1, a logprob
+that is not a finite number <= 0, which reads as None) is None, never an error: the rule
+above for metadata. Off by default: a server that is not vLLM may refuse the extra fields.
 """
 
 from __future__ import annotations
@@ -73,6 +85,7 @@ import httpx
 from frostgym.agents.base import AgentReply, AgentRequest, Scheduling, TokenHook
 from frostgym.agents.concurrency import ConcurrencyLimit, Outcome
 from frostgym.agents.sampling import SamplingParams
+from frostgym.core.episode import MAX_TOKEN_ID, TokenTrace
 from frostgym.core.messages import Action, clean_text
 from frostgym.core.seeding import derive_seed
 
@@ -144,7 +157,9 @@ class OpenAIAgent:
     A reply carries the text (tool calls, when the server returned them, as a
     ``{"content", "tool_calls"}`` action), the server's token counts and finish reason,
     and in ``extra`` the latency, the attempts and any logprobs. ``usage`` adds up
-    requests, retries, failures and tokens; ``close`` releases the connections.
+    requests, retries, failures and tokens; ``close`` releases the connections. With
+    ``token_ids`` each request asks the server (vLLM) for token ids and logprobs, and each
+    reply carries what came back in ``tokens`` (the module docstring).
     ``on_tokens``, None until a caller sets it, is told of each reply as it comes, with its
     completion tokens when the server reports them (its ``usage``; else 0), from the
     thread that read the reply.
@@ -169,9 +184,11 @@ class OpenAIAgent:
         api_key: str | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         adaptive_concurrency: bool = True,
+        token_ids: bool = False,
     ) -> None:
         """``timeout_s`` bounds each request as a whole (each attempt of it), from
-        connecting to the last body byte; ``max_response_bytes`` bounds its body."""
+        connecting to the last body byte; ``max_response_bytes`` bounds its body;
+        ``token_ids`` asks for token ids and logprobs (vLLM's extra fields)."""
         if not timeout_s > 0 or not math.isfinite(timeout_s):
             raise ValueError(f"timeout_s must be a positive number of seconds, got {timeout_s}")
         if max_response_bytes < 1:
@@ -184,6 +201,7 @@ class OpenAIAgent:
         self.max_retries = max_retries
         self.backoff_s = backoff_s
         self.max_response_bytes = max_response_bytes
+        self.token_ids = token_ids
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY", "")
         self._headers = [
             (b"Content-Type", b"application/json"),
@@ -210,6 +228,7 @@ class OpenAIAgent:
             "concurrency_limit": self._limit.describe(),
             "request_timeout_s": self.timeout_s,
             "max_response_bytes": self.max_response_bytes,
+            **({"token_ids": True} if self.token_ids else {}),
             "usage": dict(self.usage),
         }
 
@@ -242,8 +261,11 @@ class OpenAIAgent:
         }
         if p.stop:
             body["stop"] = list(p.stop)
-        if p.logprobs:
+        if p.logprobs or self.token_ids:
             body["logprobs"] = True
+        if self.token_ids:  # vLLM's own fields (the module docstring)
+            body["return_tokens_as_token_ids"] = True
+            body["return_token_ids"] = True
         if request.tools:
             body["tools"] = request.tools
         return body
@@ -358,14 +380,16 @@ class OpenAIAgent:
             self.usage["prompt_tokens"] += reply.prompt_tokens or 0
             self.usage["completion_tokens"] += reply.completion_tokens or 0
         extra: dict[str, Any] = {"latency_s": time.perf_counter() - started, "attempts": attempt + 1}
-        if reply.logprobs is not None:
-            extra["logprobs"] = reply.logprobs
+        tokens = _token_trace(data) if self.token_ids else None
+        if reply.logprobs is not None and (self.sampling.logprobs or tokens is None or tokens.logprobs is None):
+            extra["logprobs"] = reply.logprobs  # not twice: asked for with the ids only, they are in ``tokens``
         return AgentReply(
             action=reply.action,
             prompt_tokens=reply.prompt_tokens,
             completion_tokens=reply.completion_tokens,
             finish_reason=reply.finish_reason,
             extra=extra,
+            tokens=tokens,
         )
 
 
@@ -521,6 +545,55 @@ def _logprobs(value: Any) -> list[float | None] | None:
         logprob = token.get("logprob") if isinstance(token, dict) else None
         out.append(float(logprob) if isinstance(logprob, (int, float)) and not isinstance(logprob, bool) else None)
     return out
+
+
+#: How ``return_tokens_as_token_ids`` spells a logprob's token.
+_TOKEN_ID = re.compile(r"token_id:(\d{1,10})", re.ASCII)
+
+
+def _token_trace(data: Any) -> TokenTrace | None:
+    """The token ids and logprobs of a decoded, cleaned body that ``_read_reply`` read (so
+    ``choices[0]`` is an object), as the module docstring says; None when it holds none.
+    Never raises: whatever is malformed is left out."""
+    choice = data["choices"][0]
+    content = choice.get("logprobs")
+    content = content.get("content") if isinstance(content, dict) else None
+    entries = content if isinstance(content, list) else None
+    completion = _token_ids(choice.get("token_ids"))
+    if completion is None and entries:
+        spelled = [
+            _TOKEN_ID.fullmatch(e["token"]) if isinstance(e, dict) and isinstance(e.get("token"), str) else None
+            for e in entries
+        ]
+        if all(spelled):
+            completion = _token_ids([int(match[1]) for match in spelled if match])
+    logprobs = None
+    if entries is not None and (completion is None or len(entries) == len(completion)):
+        logprobs = [_logprob(e.get("logprob") if isinstance(e, dict) else None) for e in entries]
+    trace = TokenTrace(
+        prompt_ids=_token_ids(data.get("prompt_token_ids")),
+        completion_ids=completion,
+        logprobs=logprobs,
+        logprobs_of="server" if logprobs is not None else None,
+    )
+    return trace if trace != TokenTrace() else None
+
+
+def _token_ids(value: Any) -> list[int] | None:
+    """A list of token ids, or None for anything that is not one."""
+    if not isinstance(value, list):
+        return None
+    for token in value:
+        if type(token) is not int or not 0 <= token <= MAX_TOKEN_ID:
+            return None
+    return value
+
+
+def _logprob(value: Any) -> float | None:
+    """A logprob: a finite number <= 0, else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not -math.inf < value <= 0:
+        return None
+    return float(value)
 
 
 def _snippet(body: bytes | bytearray) -> str:

@@ -32,13 +32,16 @@ def make_agent(
     request_timeout_s: float | None = None,
     concurrency: int = 16,
     adaptive_concurrency: bool = True,
+    token_ids: bool = False,
 ) -> Agent:
     """Build an agent from its spec; ``seed`` and ``sampling`` configure agents that sample.
     ``batch_size`` is an in-process model's prompts per forward pass; ``concurrency`` the
     openai agent's most requests in flight (adapted below it to the server's load unless
     ``adaptive_concurrency`` is False: ``frostgym.agents.concurrency``); ``request_timeout_s`` the openai agent's
     whole-request deadline (its default when None); other agents make no requests and
-    refuse it. Model-backed agents import their
+    refuse it. ``token_ids`` has the openai agent ask its server (vLLM) for token ids and
+    logprobs; the hf agents always record them, and scripted or replayed agents have none.
+    Model-backed agents import their
     heavy dependencies only when asked for."""
     if request_timeout_s is not None and not spec.startswith("openai:"):
         raise ValueError(f"a request timeout applies to the openai agent only, not to {spec!r}")
@@ -73,6 +76,7 @@ def make_agent(
             concurrency=concurrency,
             timeout_s=timeout_s,
             adaptive_concurrency=adaptive_concurrency,
+            token_ids=token_ids,
         )
     if spec.startswith("replay:"):
         from frostgym.agents.replay import ReplayAgent

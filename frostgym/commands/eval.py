@@ -93,6 +93,14 @@ def eval_cmd(
             help="openai agent: keep --concurrency requests in flight from the start, without adapting.",
         ),
     ] = False,
+    token_ids: Annotated[
+        bool,
+        typer.Option(
+            "--token-ids",
+            help="openai agent: ask the server (vLLM) for token ids and logprobs and record them on each step"
+            " (the hf agents always do).",
+        ),
+    ] = False,
     request_timeout: Annotated[
         float | None,
         typer.Option(
@@ -189,6 +197,7 @@ def eval_cmd(
             request_timeout_s=request_timeout,
             concurrency=concurrency,
             adaptive_concurrency=not fixed_concurrency,
+            token_ids=token_ids,
         )
     except (ValueError, KeyError, gymnasium.error.Error) as error:
         raise typer.BadParameter(str(error)) from error
@@ -245,7 +254,7 @@ def _run_with_progress(run: Any, out: Path) -> None:
     """Run with progress per episode and per generated token (a bar in a terminal, a plain
     line every few seconds elsewhere: ``frostgym.commands.progress``), then print the summary;
     Ctrl-C leaves a resumable card."""
-    from frostgym.cards.card import load_card
+    from frostgym.cards.card import load_card_summary
     from frostgym.cards.summary import print_summary
     from frostgym.core.errors import CardMismatchError
 
@@ -265,6 +274,6 @@ def _run_with_progress(run: Any, out: Path) -> None:
         raise UserError(
             f"cannot write the card in {out}: {error.strerror or error}; fix that (free space), then run {again}"
         ) from error
-    card, _, drops = load_card(out)
+    card, drops = load_card_summary(out)  # not its episodes: a long run's would take gigabytes
     print_summary(console, card, drops)
     console.print(f"card written to {out}")

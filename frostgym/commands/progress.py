@@ -313,6 +313,7 @@ def load_agent(
     request_timeout_s: float | None = None,
     concurrency: int = 16,
     adaptive_concurrency: bool = True,
+    token_ids: bool = False,
 ) -> Agent:
     """``make_agent(spec, ...)``, saying what it does while it does it: converting the
     embedded model's GGUF file (its first use on a machine) and loading a model's weights
@@ -330,6 +331,7 @@ def load_agent(
             request_timeout_s=request_timeout_s,
             concurrency=concurrency,
             adaptive_concurrency=adaptive_concurrency,
+            token_ids=token_ids,
         )
 
     if spec == "smollm2":

@@ -152,8 +152,83 @@ class ObservationDelta(msgspec.Struct, omit_defaults=True, forbid_unknown_fields
         return [*before[: self.keep], *self.new]
 
 
-class StepRecord(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    """One step of an episode: what the agent sent and the env made of it."""
+#: The largest token id a record holds: int32's, so a trainer's id tensor takes it as is.
+MAX_TOKEN_ID = 2**31 - 1
+TokenId = Annotated[int, msgspec.Meta(ge=0, le=MAX_TOKEN_ID)]
+#: Where a token trace's logprobs come from: ``"sampling"``, the distribution the sampler drew
+#: each token from (temperature and top-p applied); ``"model"``, the model's own distribution
+#: at temperature 1 (greedy decoding, whose sampling distribution is a point mass); ``"server"``,
+#: as a model server reported them (vLLM: the raw model's by default, ``--logprobs-mode``).
+LogprobsOf = Literal["sampling", "model", "server"]
+
+
+class TokenTrace(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """What the model saw and produced at one step, as token ids: what a trainer trains on,
+    so that it never re-tokenises text (a chat template that rewrites earlier turns, or a
+    completion that re-tokenises differently, is a silent off-policy bug).
+
+    ``prompt_ids`` are exactly what the model was fed (no padding); ``completion_ids``
+    exactly what it generated, through its end-of-sequence token when it generated one;
+    ``logprobs`` one per completion token (``logprobs_of`` says of which distribution; an
+    entry is None where the server gave no number). Any part the agent could not give is
+    None. The loss mask follows and is not stored: completion tokens are the policy's, prompt
+    tokens are not.
+
+    ``prefix_mismatch`` is set by the runner as it records the step (``following``): whether
+    this turn's prompt does not start with the previous turn's prompt and completion, i.e.
+    the chat template rewrote an earlier turn or the completion re-tokenised differently;
+    None on an episode's first step and wherever either turn lacks the ids. It is stored, not
+    left to each reader, so any tool reading the card (jq, another language) sees the flag,
+    and decoding checks that it agrees with the ids (``EpisodeRecord``)."""
+
+    prompt_ids: list[TokenId] | None = None
+    completion_ids: list[TokenId] | None = None
+    logprobs: list[float | None] | None = None
+    logprobs_of: LogprobsOf | None = None
+    prefix_mismatch: bool | None = None
+
+    def __post_init__(self) -> None:
+        ids, logprobs = self.completion_ids, self.logprobs
+        if ids is not None and logprobs is not None and len(ids) != len(logprobs):
+            raise ValueError(f"{len(logprobs)} logprobs for {len(ids)} completion tokens")
+        if logprobs is None and self.logprobs_of is not None:
+            raise ValueError("'logprobs_of' without logprobs")
+
+    def following(self, previous: TokenTrace | None) -> TokenTrace:
+        """This trace with ``prefix_mismatch`` set against ``previous``, the trace of the step
+        before it in the same episode (None on its first step, or when that step had none)."""
+        return msgspec.structs.replace(self, prefix_mismatch=prefix_mismatch(previous, self))
+
+
+def prefix_mismatch(previous: TokenTrace | None, current: TokenTrace) -> bool | None:
+    """Whether ``current``'s prompt ids do not start with ``previous``'s prompt ids followed
+    by its completion ids (the chat template rewrote an earlier turn, say stripped its
+    ``<think>``, or the completion re-tokenised differently); None when there is nothing to
+    compare: no previous step, or either side without prompt or completion ids."""
+    if previous is None or previous.prompt_ids is None or previous.completion_ids is None:
+        return None
+    prompt = current.prompt_ids
+    if prompt is None:
+        return None
+    seen, said = previous.prompt_ids, previous.completion_ids
+    head = len(seen)
+    return prompt[:head] != seen or prompt[head : head + len(said)] != said
+
+
+def _check_prefixes(steps: Sequence[StepRecord]) -> None:
+    """Every stored ``prefix_mismatch`` agrees with the ids it was computed from."""
+    previous: TokenTrace | None = None
+    for number, step in enumerate(steps):
+        tokens = step.tokens
+        if tokens is not None and tokens.prefix_mismatch != (found := prefix_mismatch(previous, tokens)):
+            said = tokens.prefix_mismatch
+            raise ValueError(f"step {number}: 'tokens.prefix_mismatch' is {said}, but its ids say {found}")
+        previous = tokens
+
+
+class StepRecord(msgspec.Struct, kw_only=True, omit_defaults=True, forbid_unknown_fields=True):
+    """One step of an episode: what the agent sent and the env made of it. Fields with a
+    default (``action_stored``, ``tokens``) are left off its line while they hold it."""
 
     turn: NonNegative
     agent_seed: Seed  # the sampling seed handed to the agent for this call
@@ -174,6 +249,8 @@ class StepRecord(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     #: None when ``action`` is exactly what the agent sent; else how it was stored
     #: (``stored_action``): its full length and sha256, and why the record differs.
     action_stored: StoredAction | None = None
+    #: The step's token ids and logprobs (``TokenTrace``), when the agent gave them.
+    tokens: TokenTrace | None = None
 
     def __post_init__(self) -> None:
         _check_grade(self.grade, "grade")
@@ -290,6 +367,7 @@ class EpisodeRecord(EpisodeHead, kw_only=True, forbid_unknown_fields=True):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        _check_prefixes(self.steps)
         ending = self.steps[-1] if self.steps else None
         if ending is not None and ending.grade is None and (ending.terminated or ending.truncated):
             ending.grade = self.grade  # stored once, on the episode (``encode``)
@@ -335,6 +413,10 @@ class DropRecord(DropHead, kw_only=True, forbid_unknown_fields=True):
     steps: list[StepRecord]
     started_at: UnixTime
     wall_seconds: Seconds
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _check_prefixes(self.steps)
 
     def head(self) -> DropHead:
         """Its head alone, as ``head_from_line`` reads it from its line."""

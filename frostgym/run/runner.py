@@ -178,6 +178,43 @@ class _Attempt:
     earlier_errors: list[str] = field(default_factory=list)
 
 
+class _PlanQueue(deque[_Attempt]):
+    """The attempts still to start: those queued again (a retry goes first:
+    ``appendleft``), then the plan's entries not started yet, each taken from ``plan`` only
+    when it is started. Why a ``deque`` that draws its plan lazily: the loops that start
+    episodes take a deque, and queued whole, the attempts of a 1,000,000-episode plan held
+    150 MB (and the plan itself 500 MB) for the run's length.
+
+    Its truth is whether anything is left to start; ``len`` counts only the attempts queued
+    again and the entry already drawn (how many the plan holds is not known ahead)."""
+
+    def __init__(self, plan: Iterable[PlannedEpisode]) -> None:
+        super().__init__()
+        self._plan = iter(plan)
+        self._next: _Attempt | None = None  # the plan's next entry, once drawn to answer ``bool``
+
+    def _draw(self) -> _Attempt | None:
+        if self._next is None:
+            planned = next(self._plan, None)
+            self._next = None if planned is None else _Attempt(planned)
+        return self._next
+
+    def __bool__(self) -> bool:
+        return super().__len__() > 0 or self._draw() is not None
+
+    def __len__(self) -> int:
+        return super().__len__() + (self._next is not None)
+
+    def popleft(self) -> _Attempt:
+        if super().__len__():
+            return super().popleft()
+        attempt = self._draw()
+        if attempt is None:
+            raise IndexError("pop from an empty deque")
+        self._next = None
+        return attempt
+
+
 @dataclass
 class _Live:
     attempt: _Attempt
@@ -216,7 +253,7 @@ def failure_of(error: BaseException, stage: Stage, default: DropClass) -> Failur
 
 
 def run_plan(
-    plan: Sequence[PlannedEpisode],
+    plan: Iterable[PlannedEpisode],
     agent: Agent,
     sink: EpisodeSink,
     options: RunOptions | None = None,
@@ -227,9 +264,12 @@ def run_plan(
 ) -> None:
     """Play every planned episode with ``agent`` and hand each outcome to ``sink`` (an
     ``EpisodeRecord`` when it was scored, a ``DropRecord`` when it was not), committing the
-    sink at each batch boundary. ``skip`` maps plan ids to a reason: those are recorded as
-    ``skipped`` drops without running. ``on_outcome`` is called with each outcome after the
-    sink took it. ``envs`` is where the envs live (default: this process, ``LocalEnvs``).
+    sink at each batch boundary. ``plan`` is taken an entry at a time as episodes start
+    (a list, or a ``PlanFile`` read back from its file: nothing of it is held), and gone
+    through once more first when there is a ``skip``, which maps plan ids to a reason: those
+    are recorded as ``skipped`` drops without running, before any episode starts.
+    ``on_outcome`` is called with each outcome after the sink took it. ``envs`` is where
+    the envs live (default: this process, ``LocalEnvs``).
 
     Nothing one episode does stops the run: an agent or env exception, a grader bug, a
     sandbox kill or a replay miss becomes that episode's drop (``Drop``, with the
@@ -261,13 +301,12 @@ class _Run:
         threads = envs.step_threads(options.workers)
         self.pool = ThreadPoolExecutor(threads) if threads > 1 else None
 
-    def run(self, plan: Sequence[PlannedEpisode], skip: Mapping[str, str]) -> None:
-        queue: deque[_Attempt] = deque()
-        for planned in plan:
-            if planned.plan_id in skip:
-                self.drop(_Attempt(planned), Failure(Drop("skipped", "runner", skip[planned.plan_id])), None)
-            else:
-                queue.append(_Attempt(planned))
+    def run(self, plan: Iterable[PlannedEpisode], skip: Mapping[str, str]) -> None:
+        if skip:
+            for planned in plan:
+                if planned.plan_id in skip:
+                    self.drop(_Attempt(planned), Failure(Drop("skipped", "runner", skip[planned.plan_id])), None)
+        queue = _PlanQueue(p for p in plan if p.plan_id not in skip) if skip else _PlanQueue(plan)
         self.sink.commit()
         if scheduling_of(self.agent) == "per_request":
             self.run_per_request(queue)
@@ -471,6 +510,8 @@ class _Run:
             return failure_of(error, "step", "infra_error")
         rest, calls, results, grade = split_step_info(info)
         action, action_stored = stored_action(reply.action)
+        steps = item.record.steps
+        tokens = None if reply.tokens is None else reply.tokens.following(steps[-1].tokens if steps else None)
         step = StepRecord(
             turn=request.turn,
             agent_seed=request.seed,
@@ -487,6 +528,7 @@ class _Run:
             agent_seconds=agent_seconds,
             env_seconds=time.perf_counter() - began,
             action_stored=action_stored,
+            tokens=tokens,
         )
         item.record.steps.append(step)
         item.record.reward += step.reward

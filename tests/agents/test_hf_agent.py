@@ -16,10 +16,14 @@ from frostgym.agents.hf import HFAgent  # noqa: E402
 from frostgym.agents.sampling import SamplingParams  # noqa: E402
 from frostgym.agents.smollm2 import ensure_converted, tiny_random_model  # noqa: E402
 from frostgym.agents.spec import make_agent  # noqa: E402
+from frostgym.cards.card import load_card  # noqa: E402
 from frostgym.core.errors import (  # noqa: E402
     FrostgymError,
     ModelNotFoundError,
 )
+from frostgym.evaluate.run_to_card import card_config, run_to_card  # noqa: E402
+from frostgym.integrations import card_token_turns  # noqa: E402
+from frostgym.run.runner import RunOptions  # noqa: E402
 from tests.conftest import make_env  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -137,3 +141,115 @@ def test_cuda_bf16_batched_generation_is_deterministic(smollm2_dir: Path) -> Non
     assert gpu.device.type == "cuda" and gpu.describe()["dtype"] == "torch.bfloat16"
     first = [r.action for r in gpu.act(requests())]
     assert first == [r.action for r in gpu.act(requests())]
+
+
+# -- token traces ---------------------------------------------------------------------------
+
+
+def _template_ids(tokenizer: Any, observation: Any, tools: Any = None) -> list[int]:
+    """The tokenizer's own chat-template rendering of an observation, as ids."""
+    kwargs = {"tools": tools} if tools else {}
+    rendered = tokenizer.apply_chat_template(observation, add_generation_prompt=True, tokenize=True, **kwargs)
+    ids = rendered["input_ids"] if hasattr(rendered, "keys") else rendered
+    return list(ids)
+
+
+@pytest.mark.parametrize("sampling", [{}, {"temperature": 0.8, "top_p": 0.9, "seed": 5}], ids=["greedy", "sampled"])
+def test_token_ids_are_the_templated_prompt_and_what_decodes_to_the_reply(
+    tiny_model: tuple[Any, Any], sampling: dict[str, Any]
+) -> None:
+    _, tokenizer = tiny_model
+    replies = agent(tiny_model, max_new_tokens=16, **sampling).act(requests())  # batched, so padded
+    for request, reply in zip(requests(), replies, strict=True):
+        tokens = reply.tokens
+        assert tokens is not None and tokens.completion_ids is not None and tokens.logprobs is not None
+        assert tokens.prompt_ids == _template_ids(tokenizer, request.observation)  # no padding
+        assert tokens.prompt_ids is not None and len(tokens.prompt_ids) == reply.prompt_tokens
+        assert tokenizer.decode(tokens.completion_ids, skip_special_tokens=True) == reply.action
+        assert len(tokens.completion_ids) == len(tokens.logprobs) == reply.completion_tokens
+        assert tokens.logprobs_of == ("sampling" if sampling else "model")
+        if reply.finish_reason == "stop":  # ended by its end-of-sequence token, which is kept
+            assert tokens.completion_ids[-1] == tokenizer.eos_token_id
+
+
+@pytest.mark.parametrize(
+    ("temperature", "top_p"), [(0.0, 1.0), (1.0, 1.0), (0.7, 1.0), (1.3, 0.8)], ids=["greedy", "t1", "t0.7", "top-p"]
+)
+def test_token_logprobs_are_of_the_distribution_each_token_was_drawn_from(
+    tiny_model: tuple[Any, Any], temperature: float, top_p: float
+) -> None:
+    """Each recorded logprob, against the model run once over prompt + completion ids (teacher
+    forcing, no padding): log-softmax of its logits at ``temperature``, with top-p's kept
+    tokens renormalised; greedy at temperature 1."""
+    model, _ = tiny_model
+    sampled = agent(tiny_model, max_new_tokens=10, temperature=temperature, top_p=top_p, seed=2).act(requests())
+    for reply in sampled:
+        tokens = reply.tokens
+        assert tokens is not None and tokens.prompt_ids is not None and tokens.completion_ids is not None
+        prompt, completion = tokens.prompt_ids, tokens.completion_ids
+        with torch.no_grad():
+            logits = model(torch.tensor([prompt + completion])).logits[0, len(prompt) - 1 : -1].double()
+        log_probs = torch.log_softmax(logits / (temperature or 1.0), dim=-1)
+        expected = []
+        for position, token in enumerate(completion):
+            value = float(log_probs[position, token])
+            if top_p < 1.0:
+                probs, _ = torch.sort(log_probs[position].exp(), descending=True)
+                kept = probs[torch.cumsum(probs, dim=0) - probs < top_p]
+                value -= float(torch.log(kept.sum()))
+            expected.append(value)
+        assert tokens.logprobs == pytest.approx(expected, abs=1e-4)
+
+
+def test_with_a_stop_string_the_ids_end_at_the_token_that_completed_it(tiny_model: tuple[Any, Any]) -> None:
+    _, tokenizer = tiny_model
+    free = agent(tiny_model, max_new_tokens=20).act(requests(1))[0]
+    assert free.tokens is not None and free.tokens.completion_ids is not None
+    stop = free.action[len(free.action) // 2 :][:3]
+    cut = agent(tiny_model, max_new_tokens=20, stop=(stop,)).act(requests(3))[0]  # batched: rows pad after stopping
+    assert cut.tokens is not None and cut.tokens.completion_ids is not None
+    ids = cut.tokens.completion_ids
+    assert stop in tokenizer.decode(ids, skip_special_tokens=True)
+    assert stop not in tokenizer.decode(ids[:-1], skip_special_tokens=True)
+    assert ids == free.tokens.completion_ids[: len(ids)]  # what was generated, no padding read as an EOS
+    assert cut.completion_tokens == len(ids) and cut.action == free.action[: free.action.find(stop)]
+
+
+def test_a_multi_turn_card_of_hf_turns_reads_back_with_the_prefix_check(tmp_path: Path) -> None:
+    """SQL-v0, three turns an episode, written to a card by ``run_to_card`` and read back
+    with the trainers' reader: each turn's prompt ids are the chat template's rendering of
+    the observation it was asked about, and ``prefix_mismatch`` says whether it extends the
+    turn before (a random model's replies often re-tokenise differently: both happen here)."""
+    model, tokenizer = tiny_random_model(1, max_positions=4096)
+    hf = HFAgent(model, tokenizer, sampling=SamplingParams(max_new_tokens=8), batch_size=4)
+    options = RunOptions(env_kwargs={"max_turns": 3}, batch_size=4)
+    sql = "frostgym/SQL-v0"
+    config = card_config(
+        env_ids=[sql],
+        agent_spec="hf:tiny",
+        sampling=hf.sampling.to_dict(),
+        episodes=2,
+        samples=1,
+        seed=0,
+        options=options,
+    )
+    run_to_card(tmp_path / "card", hf, config, options)
+    _, episodes, drops = load_card(tmp_path / "card")
+    assert len(episodes) == 2 and not drops
+    tools = make_env(sql).tools
+    flags: list[bool | None] = []
+    for record, turns in zip(episodes, card_token_turns(tmp_path / "card"), strict=True):
+        assert len(turns) == len(record.steps) == 3
+        observation = record.observation
+        previous: list[int] | None = None
+        for turn, step in zip(turns, record.steps, strict=True):
+            assert turn.prompt_ids == _template_ids(tokenizer, observation, tools)
+            flags.append(turn.prefix_mismatch)
+            assert tokenizer.decode(turn.completion_ids, skip_special_tokens=True) == step.action
+            if previous is None:
+                assert turn.prefix_mismatch is None
+            else:
+                assert turn.prefix_mismatch is (turn.prompt_ids[: len(previous)] != previous)
+            previous = turn.input_ids
+            observation = step.observation.apply(observation)
+    assert flags.count(None) == 2 and {True, False} <= set(flags)
