@@ -17,6 +17,12 @@ Accounting, checksums and views are always recomputed from the two JSON Lines fi
 are on disk, never carried in memory, so the card cannot claim what its
 episodes do not show. For a large plan a second process reads the files back while the run
 writes them (``frostgym.cards.readback``), so close has only the last lines left to read.
+
+A writer's memory does not grow with its plan or with the episodes it records: the plan is
+written to ``plan.json`` as it is generated and read back from there (``PlanFile``), and
+every file is read in blocks (``fold_jsonl``, ``JsonArrayFile``) into tallies that keep only
+the tasks under way (``Tally``), so a 1,000,000-episode run needs what a 10,000-episode one
+does.
 """
 
 from __future__ import annotations
@@ -29,16 +35,19 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Container, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, NoReturn
+from typing import IO, Any, Literal, NoReturn
 
 import orjson
 
 from frostgym.cards.readback import READBACK_MIN_EPISODES, ReadBack
 from frostgym.cards.store import (
+    STREAM_CHUNK,
     DiskThread,
+    FoldedJsonl,
+    JsonArrayFile,
     JsonlAppender,
     JsonlContents,
     TornLine,
@@ -47,6 +56,7 @@ from frostgym.cards.store import (
     cut_torn_line,
     dumps_line,
     fill_unknown_crcs,
+    fold_jsonl,
     fsync_directory,
     gc_paused,
     json_bytes,
@@ -71,7 +81,7 @@ from frostgym.core.episode import (
     head_from_line,
 )
 from frostgym.core.errors import CardCorruptError, CardLockedError, CardMismatchError
-from frostgym.run.plan import SEEDING, PlannedEpisode, plan_json_and_sha256
+from frostgym.run.plan import SEEDING, PlanFile, PlannedEpisode
 from frostgym.version import __version__
 
 CARD_SCHEMA = "frostgym.card/4"
@@ -134,7 +144,8 @@ class CardWriter:
     ``complete`` or ``interrupted``. It holds an exclusive lock on the directory until
     ``close``: a second writer on the same card gets ``CardLockedError`` naming the first's
     pid. ``done`` holds the plan ids the card already records (a resume plays only the
-    others).
+    others), and ``plan`` the plan's entries, read back from a file (``PlanFile``) until
+    ``close``.
 
     Lines are written and synced by a thread of the writer's own (``DiskThread``), at most
     ``fsync_seconds`` apart, each sync followed by a checkpoint a resume after a crash
@@ -145,23 +156,23 @@ class CardWriter:
         self,
         directory: Path,
         card: dict[str, Any],
-        plan: Sequence[PlannedEpisode],
+        plan: PlanFile,
         done: set[str],
         fsync_seconds: float,
         lock: int | None = None,
-        verified: Mapping[str, JsonlContents[Any]] | None = None,
+        verified: Mapping[str, JsonlContents[Any] | FoldedJsonl] | None = None,
         read_back: bool | None = None,
-        staging: tuple[Path, bytes, bytes] | None = None,
+        staging: tuple[Path, bytes] | None = None,
     ) -> None:
-        """``card``: ``card.json``'s content, without the plan's entries (``plan``, whose
-        entries ``plan.json`` holds); ``verified``: the two files as a resume read and
-        checked them (new card: none); ``read_back``: as ``create`` takes it; ``staging``:
-        for a new card, the directory it is built in, its ``plan.json`` and its
-        ``card.json`` (``store.json_bytes``), which the disk thread puts in place first
+        """``card``: ``card.json``'s content, without the plan's entries (``plan``, spooled
+        as ``plan.json`` holds them: for a new card, that file itself); ``verified``: the two
+        files as a resume read and checked them (new card: none); ``read_back``: as
+        ``create`` takes it; ``staging``: for a new card, the directory it is built in and
+        its ``card.json`` (``store.json_bytes``), which the disk thread puts in place first
         (``_publish``)."""
         self.directory = directory
         self.card = card
-        self._plan = plan
+        self.plan = plan
         self.done = done  # plan ids already recorded (non-empty on resume)
         self._lock = _lock(directory) if lock is None else lock
         verified = verified or {}
@@ -195,7 +206,7 @@ class CardWriter:
         self._drops = JsonlAppender(where / DROPS_FILE, verified.get(DROPS_FILE), self._disk, line_crcs=line_crcs)
         self._journal = JsonlAppender(where / JOURNAL_FILE)  # written by jobs on the disk thread
         if staging is not None:
-            self._disk.submit(partial(self._publish, staging[1], staging[2], wants_read_back))
+            self._disk.submit(partial(self._publish, staging[1], wants_read_back))
 
     def _start_read_back(self) -> bool:
         """Start the read-back process on the card in place; False when it cannot be started
@@ -206,21 +217,22 @@ class CardWriter:
             )
         return self._read_back is not None
 
-    def _publish(self, plan_json: bytes, card_json: bytes, read_back: bool) -> None:
-        """A new card's first job on the disk thread: its ``plan.json`` and ``card.json``
-        written and synced in the staging directory, which is then renamed into place, and
-        the read-back process started on it. Every line is written by a later job on the
-        same thread, so none reaches a file before the card is in place, and a crash leaves
-        either no card or a whole one.
+    def _publish(self, card_json: bytes, read_back: bool) -> None:
+        """A new card's first job on the disk thread: its ``plan.json`` (written by
+        ``create`` as the plan was generated) synced and its ``card.json`` written and synced
+        in the staging directory, which is then renamed into place, and the read-back process
+        started on it. Every line is written by a later job on the same thread, so none
+        reaches a file before the card is in place, and a crash leaves either no card or a
+        whole one.
 
-        Why on this thread and not in ``create``: writing and syncing the 3 MB plan of a
-        10,000-episode card, the renames and starting the process are 3-4 ms that the run
-        need not wait for (a third of create). A failure here (another process created the
-        directory meanwhile, a full disk) is raised by the next ``commit``, and ``close``
-        then removes the staging directory."""
+        Why on this thread and not in ``create``: syncing the 3 MB plan of a 10,000-episode
+        card, the renames and starting the process are milliseconds that the run need not
+        wait for. A failure here (another process created the directory meanwhile, a full
+        disk) is raised by the next ``commit``, and ``close`` then removes the staging
+        directory."""
         staging = self._staging
         assert staging is not None  # only a new card is published, once
-        write_synced(staging / PLAN_FILE, plan_json)  # nothing reads the staging directory
+        os.fsync(self.plan.fileno())  # nothing reads the staging directory
         write_synced(staging / CARD_FILE, card_json)
         fsync_directory(staging)
         try:
@@ -240,12 +252,13 @@ class CardWriter:
         directory: Path,
         *,
         config: dict[str, Any],
-        plan: Sequence[PlannedEpisode],
+        plan: Iterable[PlannedEpisode],
         provenance: dict[str, Any],
         fsync_seconds: float = 1.0,
         read_back: bool | None = None,
     ) -> CardWriter:
-        """A new card at ``directory`` for ``plan``, with ``config`` (``card_config``: its
+        """A new card at ``directory`` for ``plan`` (its entries are generated as they are
+        written to ``plan.json``: ``frostgym.run.plan.iter_plan``), with ``config`` (``card_config``: its
         ``identity`` is what a resume must match) and ``provenance`` (agent, envs, packages,
         git, host) in ``card.json``. The directory is built beside ``directory`` and renamed
         into place, so a crash while creating leaves either no card or a whole one (with its
@@ -256,11 +269,11 @@ class CardWriter:
         ``directory`` is not empty (or, when another process creates a card there
         meanwhile, the first ``commit`` does), ``TypeError`` for a value in ``config`` or
         ``provenance`` that no JSON holds, and ``CardLockedError`` when another process holds
-        it. The card is put in place by the writer's disk thread, before any of its lines
-        (``_publish``): ``wait_until_in_place`` waits for that."""
+        it, and what generating the plan raises (nothing of the card left). The card is put
+        in place by the writer's disk thread, before any of its lines (``_publish``):
+        ``wait_until_in_place`` waits for that."""
         if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
             raise FileExistsError(f"{directory} is not empty: pass --resume to finish the card there, or a new --out")
-        plan_json, digest = plan_json_and_sha256(plan)  # ``plan.json``: a PlannedEpisode encodes as its ``to_dict``
         card = {
             "schema": CARD_SCHEMA,
             "status": "running",
@@ -268,30 +281,36 @@ class CardWriter:
             "created_at": _now(),
             "config": config,
             "seeding": {"run_seed": config["identity"]["seed"], **SEEDING},
-            "plan": {"sha256": digest, "count": len(plan)},  # its entries: ``plan.json``
+            "plan": {"sha256": "", "count": 0},  # its entries: ``plan.json``; these once it is written
             **provenance,
             "sessions": [{"started_at": _now(), "ended_at": None, "resumed": False, "written": 0}],
             CHECKPOINT_KEY: {name: parse_jsonl(Path(name), b"").manifest() for name in RECORD_FILES},
         }
-        card_json = json_bytes(card)  # a value no JSON holds is refused here, before any file
+        json_bytes(card)  # a value no JSON holds is refused here, before any file
         directory.parent.mkdir(parents=True, exist_ok=True)
         _remove_abandoned_builds(directory)
         staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}{_STAGING}", dir=directory.parent))
         lock = _lock(staging)
+        handle: IO[bytes] | None = None
         try:
             for name in RECORD_FILES:
                 (staging / name).touch()
+            handle = (staging / PLAN_FILE).open("w+b")
+            spooled = PlanFile.write(plan, handle)  # nothing reads the staging directory
+            card["plan"] = {"sha256": spooled.sha256, "count": len(spooled)}
             writer = cls(
                 directory,
                 card,
-                plan,
+                spooled,
                 set(),
                 fsync_seconds,
                 lock,
                 read_back=read_back,
-                staging=(staging, plan_json, card_json),
+                staging=(staging, json_bytes(card)),
             )
         except BaseException:
+            if handle is not None:
+                handle.close()
             os.close(lock)
             shutil.rmtree(staging, ignore_errors=True)
             raise
@@ -303,12 +322,13 @@ class CardWriter:
         directory: Path,
         *,
         config: dict[str, Any],
-        plan: Sequence[PlannedEpisode],
+        plan: Iterable[PlannedEpisode],
         fsync_seconds: float = 1.0,
         read_back: bool | None = None,
     ) -> CardWriter:
         """Reopen the card at ``directory`` to finish its plan. ``config``'s identity and
-        ``plan`` must be the card's (``CardMismatchError`` naming what differs); its
+        ``plan`` (generated as it is spooled to a file beside the card's, for its hash:
+        ``frostgym.run.plan.iter_plan``) must be the card's (``CardMismatchError`` naming what differs); its
         execution options and ks replace the card's. The two files must hold exactly what
         the card recorded at its last close (or begin with what they held when the crashed
         session began, up to its last checkpoint): an edited, shortened or deleted file is
@@ -318,26 +338,20 @@ class CardWriter:
         ``read_back`` as for ``create``."""
         if not (directory / CARD_FILE).exists():
             raise CardCorruptError(f"{directory} holds no card ({CARD_FILE} is missing): start it without --resume")
-        card = read_card_json(directory)
+        card = read_card_json(directory, entries=False)
         stored, asked = card["config"]["identity"], config["identity"]
         if stored != asked:
             changed = sorted(k for k in set(stored) | set(asked) if stored.get(k) != asked.get(k))
             detail = ", ".join(f"{k}: card has {stored.get(k)!r}, asked {asked.get(k)!r}" for k in changed)
             raise CardMismatchError(f"{directory} was planned with different options ({detail})")
-        plan_json, digest = plan_json_and_sha256(plan)
-        if card["plan"]["sha256"] != digest:
-            raise CardMismatchError(f"{directory}: the plan recomputed from its options differs (package change?)")
-        lock = _lock(directory)  # before repairing: another runner may still be writing
+        spooled = PlanFile.write(plan, tempfile.TemporaryFile(dir=directory))  # noqa: SIM115 (it closes it)
         try:
-            contents = _verified_files(directory, card)
-            check_ids([r.plan_id for c in contents.values() for r in c.records], {p.plan_id for p in plan})
+            lock, contents, done = cls._reopen(directory, card, spooled)
         except BaseException:
-            os.close(lock)
+            spooled.close()
             raise
-        done = {r.plan_id for c in contents.values() for r in c.records}
-        if card["schema"] != CARD_SCHEMA:  # an older card, whose card.json held the entries: /4 from here
-            write_atomic(directory / PLAN_FILE, plan_json)  # their sha256 is the card's (checked above)
-        card["plan"] = {"sha256": digest, "count": len(plan)}  # card.json's: the entries are plan.json's
+        digest = spooled.sha256
+        card["plan"] = {"sha256": digest, "count": len(spooled)}  # card.json's: the entries are plan.json's
         card["config"]["execution"] = config["execution"]
         card["config"]["ks"] = config["ks"]
         card["status"] = "running"
@@ -348,7 +362,33 @@ class CardWriter:
         card["sessions"].append({"started_at": _now(), "ended_at": None, "resumed": True, "written": 0})
         write_json_atomic(directory / CARD_FILE, card)  # the new checkpoint first, then the old journal goes
         (directory / JOURNAL_FILE).unlink(missing_ok=True)
-        return cls(directory, card, plan, done, fsync_seconds, lock, contents, read_back)
+        return cls(directory, card, spooled, done, fsync_seconds, lock, contents, read_back)
+
+    @staticmethod
+    def _reopen(
+        directory: Path, card: Mapping[str, Any], plan: PlanFile
+    ) -> tuple[int, dict[str, FoldedJsonl], set[str]]:
+        """``resume``'s checks of the card at ``directory`` (``card``: its manifest, without
+        the plan's entries) against ``plan``, the plan recomputed: its lock, its files as
+        verified and the plan ids they record. An older card's ``plan.json`` is written."""
+        if card["plan"]["sha256"] != plan.sha256:
+            if card["schema"] == CARD_SCHEMA:
+                read_card_json(directory)  # an edited plan.json is named as such (that reads all of it)
+            raise CardMismatchError(f"{directory}: the plan recomputed from its options differs (package change?)")
+        if card["schema"] == CARD_SCHEMA and card["plan"]["count"] != len(plan):  # as read_card_json refuses it
+            raise CardCorruptError(
+                f"{directory / PLAN_FILE} does not hold the {card['plan']['count']} entries card.json counts"
+            )
+        lock = _lock(directory)  # before repairing: another runner may still be writing
+        try:
+            contents, recorded = _verified_files(directory, card)
+            check_ids(recorded, (p.plan_id for p in plan))
+        except BaseException:
+            os.close(lock)
+            raise
+        if card["schema"] != CARD_SCHEMA:  # an older card, whose card.json held the entries: /4 from here
+            write_atomic(directory / PLAN_FILE, plan.data())  # their sha256 is the card's (checked above)
+        return lock, contents, set(recorded)
 
     # -- the EpisodeSink interface ---------------------------------------------------------
     def add(self, outcome: Record) -> None:
@@ -448,7 +488,7 @@ class CardWriter:
                 # An interrupted run may have been cut mid-write (a full disk): that partial
                 # line is an episode the resume runs again, not damage.
                 torn: TornLine = "repair" if status != "complete" else "error"
-                summary = summarize_card(self.directory, self._card_as_read(), status, torn=torn)
+                summary = _summarize(self.directory, JsonArrayFile(self.directory / PLAN_FILE), self.card, status, torn)
             self.card.update(summary)
             self.card.pop(CHECKPOINT_KEY, None)
             write_json_atomic(self.directory / CARD_FILE, self.card)
@@ -458,6 +498,7 @@ class CardWriter:
                 path.unlink(missing_ok=True)
         finally:
             self._stop_read_back()  # last: a process that answered has ended by now, and is reaped at once
+            self.plan.close()
         os.close(self._lock)
         return self.card
 
@@ -479,6 +520,7 @@ class CardWriter:
         self._disk.close()
         for appender in (self._episodes, self._drops, self._journal):
             appender.close()
+        self.plan.close()
         os.close(self._lock)
         assert failure is not None  # only a failed ``_publish`` leaves a card unplaced
         shutil.rmtree(staging, ignore_errors=True)
@@ -487,16 +529,6 @@ class CardWriter:
     def _stop_read_back(self) -> None:
         if self._read_back is not None:
             self._read_back.stop()
-
-    def _card_as_read(self) -> dict[str, Any]:
-        """The card as ``read_card_json`` returns it, its plan's entries in it, for a
-        summary computed in this process. Why ``card`` holds none: they are ``plan.json``'s,
-        and building them is most of what close did once the read-back process answered
-        (10,000 entries: 9-16 ms); held while the run runs, their 30,000 objects would
-        make each full garbage collection in it a fifth slower."""
-        with gc_paused():
-            entries = [p.to_dict() for p in self._plan]
-        return {**self.card, "plan": {**self.card["plan"], "episodes": entries}}
 
     def _read_back_summary(self, status: CardStatus) -> dict[str, Any] | None:
         """``summarize_card``'s result as the read-back process computed it from the files
@@ -565,10 +597,12 @@ def _unwritable(outcome: Record, error: BaseException) -> DropRecord:
     )
 
 
-def _verified_files(directory: Path, card: Mapping[str, Any]) -> dict[str, JsonlContents[Head]]:
+def _verified_files(directory: Path, card: Mapping[str, Any]) -> tuple[dict[str, FoldedJsonl], list[str]]:
     """Both files, checked against what ``card.json`` recorded: at the last close
     (``files``: they must hold exactly that) or when the crashed session began
-    (``checkpoint``: they must begin with it). A partial last line is cut off."""
+    (``checkpoint``: they must begin with it), and the plan ids of their records (each
+    decoded as far as its head, which is checked, and let go). A partial last line is cut
+    off."""
     recorded = card.get("files") or card.get(CHECKPOINT_KEY)  # neither: a frostgym.card/1 card killed while running
     closed = "files" in card
     if not closed and recorded is not None:  # a crash: what the session had synced is in its journal
@@ -578,9 +612,10 @@ def _verified_files(directory: Path, card: Mapping[str, Any]) -> dict[str, Jsonl
         chained = {name: chain_checkpoints(recorded[name], per_file[name], journal) for name in recorded}
         recorded = {name: fill_unknown_crcs(m, crc_sidecar(directory / name)) for name, m in chained.items()}
     contents = {}
+    plan_ids: list[str] = []
     for name, decode in HEAD_DECODERS.items():
         path = directory / name
-        read = read_jsonl(path, torn="ignore", decode=decode)
+        read = fold_jsonl(path, decode, lambda heads: plan_ids.extend(h.plan_id for h in heads), torn="ignore")
         if recorded is not None and (problem := manifest_problem(path, recorded[name], read, exact=closed)):
             raise CardCorruptError(
                 f"{problem}: refusing to resume over it (restore the file, or start a new card with a new --out)"
@@ -588,7 +623,7 @@ def _verified_files(directory: Path, card: Mapping[str, Any]) -> dict[str, Jsonl
         if read.repaired_bytes:
             cut_torn_line(path, read.bytes)
         contents[name] = read
-    return contents
+    return contents, plan_ids
 
 
 def _remove_abandoned_builds(directory: Path) -> None:
@@ -624,16 +659,28 @@ def summarize_card(
     line that is not a record, a plan id recorded twice or not planned, a task with more
     records than the plan has episodes of it (a record's task edited), or ``status``
     ``complete`` with planned episodes not recorded."""
+    return _summarize(directory, card["plan"]["episodes"], card, status, torn)
+
+
+def _summarize(
+    directory: Path,
+    plan: Iterable[Mapping[str, Any]],
+    card: Mapping[str, Any],
+    status: CardStatus,
+    torn: TornLine,
+) -> dict[str, Any]:
+    """``summarize_card`` of the card whose plan entries are ``plan`` (iterated more than
+    once: ``Tally``), the record files read a block at a time into its tally."""
     with gc_paused():
-        return _summarize(directory, card, status, torn)
+        tally = Tally(plan, card["config"]["ks"], excluded_count(card["config"]))
+        episodes = fold_jsonl(
+            directory / EPISODES_FILE, HEAD_DECODERS[EPISODES_FILE], partial(tally.add, "episode"), torn=torn
+        )
+        drops = fold_jsonl(directory / DROPS_FILE, HEAD_DECODERS[DROPS_FILE], partial(tally.add, "drop"), torn=torn)
+        return _summary(episodes, drops, tally, status)
 
 
-def _summarize(directory: Path, card: Mapping[str, Any], status: CardStatus, torn: TornLine) -> dict[str, Any]:
-    episodes = read_jsonl(directory / EPISODES_FILE, torn=torn, decode=HEAD_DECODERS[EPISODES_FILE])
-    drops = read_jsonl(directory / DROPS_FILE, torn=torn, decode=HEAD_DECODERS[DROPS_FILE])
-    tally = Tally(card["plan"]["episodes"], card["config"]["ks"], excluded_count(card["config"]))
-    tally.add("episode", episodes.records)
-    tally.add("drop", drops.records)
+def _summary(episodes: FoldedJsonl, drops: FoldedJsonl, tally: Tally, status: CardStatus) -> dict[str, Any]:
     return {
         "status": status,
         "updated_at": _now(),
@@ -642,13 +689,19 @@ def _summarize(directory: Path, card: Mapping[str, Any], status: CardStatus, tor
     }
 
 
-def read_card_json(directory: Path) -> dict[str, Any]:
+def read_card_json(directory: Path, *, entries: bool = True) -> dict[str, Any]:
     """``card.json`` with its plan's entries under ``plan.episodes`` (read from
     ``plan.json``, or from ``card.json`` itself in cards older than ``frostgym.card/4``),
     checked to hold what resume, replay and summary read from it, so an edited manifest is
     named in one line instead of surfacing as a ``KeyError``. Raises ``CardCorruptError``
     for a missing or unreadable file, one of the wrong shape, and a ``plan.json`` whose
-    sha256 is not the plan's (edited)."""
+    sha256 is not the plan's (edited).
+
+    Without ``entries``, a ``frostgym.card/4`` card's ``plan.json`` is only hashed, a block
+    at a time, and checked against its sha256 (``plan.episodes`` is then absent): what a
+    reader that needs none of the entries reads (a resume, which recomputes them; the
+    summary after a run), in the memory of a block where the entries of a
+    1,000,000-episode plan take a gigabyte."""
     path = directory / CARD_FILE
     card = read_json(path)
     if problem := _manifest_shape_problem(card):
@@ -656,11 +709,27 @@ def read_card_json(directory: Path) -> dict[str, Any]:
     assert isinstance(card, dict)
     plan = card["plan"]
     if "episodes" not in plan:
+        if not entries:
+            _check_plan_file(directory / PLAN_FILE, plan["sha256"])
+            return card
         plan["episodes"] = _read_plan_entries(directory / PLAN_FILE, plan["sha256"], plan["count"])
     plan.setdefault("count", len(plan["episodes"]))  # older cards count none
     if not all(isinstance(p, dict) and isinstance(p.get("plan_id"), str) for p in plan["episodes"]):
         raise CardCorruptError(f"{path}: a plan entry without a plan_id (edited, or not a frostgym card?)")
     return card
+
+
+def _check_plan_file(path: Path, sha256: str) -> None:
+    """``_read_plan_entries``'s checks of the file's sha256, without reading it whole."""
+    hasher = hashlib.sha256()
+    try:
+        with path.open("rb") as handle:
+            while block := handle.read(STREAM_CHUNK):
+                hasher.update(block)
+    except FileNotFoundError as error:
+        raise CardCorruptError(f"{path} is missing: the card's plan is not there") from error
+    if hasher.hexdigest() != sha256:
+        raise CardCorruptError(f"{path} does not match the plan's sha256 in card.json: edited after the run?")
 
 
 def _read_plan_entries(path: Path, sha256: str, count: int) -> list[Any]:
@@ -738,6 +807,23 @@ def load_card(directory: Path, *, verify: bool = True) -> tuple[dict[str, Any], 
     plan_ids = {p["plan_id"] for p in card["plan"]["episodes"]}
     check_ids([r.plan_id for r in episodes.records] + [r.plan_id for r in drops.records], plan_ids)
     return card, episodes.records, drops.records
+
+
+def load_card_summary(directory: Path) -> tuple[dict[str, Any], list[DropRecord]]:
+    """(``card.json``, drops) of the closed card in ``directory``: what its summary shows
+    (``frostgym.cards.summary.print_summary``), read without its episodes or its plan's
+    entries (``read_card_json`` without ``entries``), so it takes the memory of the drops
+    whatever the card's size, where ``load_card`` holds every record. The drops are
+    decoded and checked, and their file checked against ``card.json``'s checksums, as
+    ``load_card`` does. Raises ``CardCorruptError`` as ``load_card`` does for them."""
+    if not (directory / CARD_FILE).exists():
+        raise CardCorruptError(f"{directory} holds no card ({CARD_FILE} is missing)")
+    card = read_card_json(directory, entries=False)
+    closed = "files" in card
+    drops = read_jsonl(directory / DROPS_FILE, torn="error" if closed else "ignore", decode=_drop)
+    if closed and (problem := manifest_problem(directory / DROPS_FILE, card["files"][DROPS_FILE], drops, exact=True)):
+        raise CardCorruptError(f"{problem} (it does not match the checksum in card.json: edited after the run?)")
+    return card, drops.records
 
 
 def stream_records(

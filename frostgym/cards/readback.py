@@ -42,7 +42,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 import orjson
 
-from frostgym.cards.store import crc_sidecar, decode_lines, file_manifest, read_json
+from frostgym.cards.store import JsonArrayFile, crc_sidecar, decode_lines, file_manifest, read_json
 from frostgym.cards.tally import Tally, excluded_count
 from frostgym.core.episode import Head, RecordKind, head_from_line
 from frostgym.core.errors import CardCorruptError
@@ -143,10 +143,10 @@ def main(argv: Sequence[str]) -> int:
     """The read-back process: tail the files until the writer's request, answer it, exit."""
     gc.disable()  # a short life of acyclic data
     card_json, plan_json, episodes, drops = (Path(a) for a in argv)
-    # Both as the writer wrote them before starting this process; the plan entries are let go
-    # as the tally is built, so their memory goes to the heads read next, not to fresh pages.
+    # Both as the writer wrote them before starting this process; the plan is read a block at a
+    # time, alongside the records (``Tally``), never held.
     config = read_json(card_json)["config"]
-    tally = Tally(read_json(plan_json), config["ks"], excluded_count(config))
+    tally = Tally(JsonArrayFile(plan_json), config["ks"], excluded_count(config))
     tails = {
         kind: Tail(path, partial(head_from_line, kind=kind))
         for kind, path in zip(KINDS, (episodes, drops), strict=True)

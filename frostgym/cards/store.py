@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
+from typing import IO, TYPE_CHECKING, Any, Generic, Literal, TypeVar, overload
 
 import msgspec
 import orjson
@@ -183,7 +183,7 @@ class JsonlAppender:
     def __init__(
         self,
         path: Path,
-        start: JsonlContents[Any] | None = None,
+        start: JsonlContents[Any] | FoldedJsonl | None = None,
         disk: DiskThread | None = None,
         *,
         line_crcs: bool = True,
@@ -208,7 +208,7 @@ class JsonlAppender:
         self.unsynced = False
         self._sha256 = start.hasher.copy()
         self._bytes = start.bytes
-        self._lines = len(start.records)
+        self._lines = start.lines
         self._new_crcs = bytearray()  # 4 bytes per line appended since the last checkpoint()
 
     def append(self, obj: Any) -> None:
@@ -378,6 +378,10 @@ class JsonlContents(Generic[T]):
     repaired_bytes: int  # bytes of a partial last line that repair cut off (or ignore left unread)
     hasher: Any = field(repr=False, compare=False)  # the sha256 state over those bytes, to append from
 
+    @property
+    def lines(self) -> int:
+        return len(self.records)
+
     def manifest(self) -> dict[str, Any]:
         return file_manifest(self.sha256, self.bytes, len(self.records), self.line_crc32)
 
@@ -501,14 +505,154 @@ def stream_jsonl(
         raise CardCorruptError(f"{path} does not match the card's manifest (edited after the card was written?)")
 
 
+@dataclass(frozen=True)
+class FoldedJsonl:
+    """A JSON Lines file as ``fold_jsonl`` read it: what ``JsonlContents`` says of it
+    (its manifest, and the sha256 state to append from), without its records."""
+
+    sha256: str
+    bytes: int
+    lines: int
+    line_crc32: str
+    repaired_bytes: int
+    hasher: Any = field(repr=False, compare=False)
+
+    def manifest(self) -> dict[str, Any]:
+        return file_manifest(self.sha256, self.bytes, self.lines, self.line_crc32)
+
+
+def fold_jsonl(
+    path: Path,
+    decode: Callable[[bytes], T],
+    take: Callable[[list[T]], None],
+    *,
+    torn: TornLine = "error",
+    block: int = STREAM_CHUNK,
+) -> FoldedJsonl:
+    """``read_jsonl``, each block of decoded records (``block`` bytes of whole lines at a
+    time) handed to ``take`` instead of kept: what a reader that reduces the records as they
+    come (a card's close) reads, in the memory of one block whatever the file's size. The
+    same checks, in the same order, and the same manifest as ``read_jsonl``: a partial last
+    line is handled as ``torn`` says before any line is decoded."""
+    if not path.exists():
+        return FoldedJsonl(hashlib.sha256().hexdigest(), 0, 0, "", 0, hashlib.sha256())
+    with path.open("rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        end = _whole_lines_end(handle, size)
+        repaired = size - end
+        if repaired:
+            if torn == "error":
+                raise CardCorruptError(
+                    f"{path}: {repaired} bytes after the last complete line: a write was cut short "
+                    "(finish the run with --resume, which cuts them off)"
+                )
+            if torn == "repair":
+                cut_torn_line(path, end)
+        hasher = hashlib.sha256()
+        crcs = bytearray()
+        rest = b""
+        handle.seek(0)
+        done = 0
+        while done < end:
+            chunk = handle.read(min(block, end - done))
+            if not chunk:  # shortened meanwhile: what is left reads as a torn line
+                break
+            done += len(chunk)
+            data = rest + chunk if rest else chunk
+            cut = data.rfind(b"\n") + 1
+            rest = data[cut:]
+            if not cut:
+                continue
+            hashing = _Sha256(memoryview(data)[:cut], hasher)
+            records: list[T] = []
+            try:
+                decode_lines(path, data, cut, decode, records, crcs)
+            finally:
+                hashing.result()
+            take(records)
+        if rest:
+            raise CardCorruptError(f"{path} changed while it was read")
+    return FoldedJsonl(hasher.hexdigest(), end - len(rest), len(crcs) // 4, crcs.hex(), repaired, hasher)
+
+
+def _whole_lines_end(handle: IO[bytes], size: int) -> int:
+    """Where the last whole line of the open file ``handle`` (``size`` bytes) ends: just
+    after its last newline, 0 when it has none."""
+    step = 1 << 16
+    position = size
+    while position > 0:
+        start = max(0, position - step)
+        handle.seek(start)
+        found = handle.read(position - start).rfind(b"\n")
+        if found >= 0:
+            return start + found + 1
+        position = start
+        step *= 2
+    return 0
+
+
+class JsonArrayFile:
+    """The values of a file holding one JSON array (a card's ``plan.json``), read from the
+    file each time it is iterated, ``block`` bytes at a time: what a reader that goes through
+    a plan once or twice (a card's tally) iterates, in the memory of a block whatever the
+    plan's size, where ``read_json`` of a 1,000,000-episode plan (300 MB) took over a
+    gigabyte.
+
+    The array is cut between two of its values, at a ``},{`` after which the values before
+    it parse as an array on their own: in any other place (in a string, in a nested value)
+    they do not, and the array is cut at an earlier one. So every value it yields is what
+    ``orjson.loads`` of the whole file holds, and a file that is not a JSON array is refused
+    as ``read_json`` refuses it. Raises ``CardCorruptError`` for a missing file or one that
+    is not valid JSON (naming it), ``ValueError`` for one holding JSON other than an array."""
+
+    def __init__(self, path: Path, *, block: int = STREAM_CHUNK) -> None:
+        self.path = path
+        self._block = block
+
+    def __iter__(self) -> Iterator[Any]:
+        try:
+            handle = self.path.open("rb")
+        except FileNotFoundError as error:
+            raise CardCorruptError(f"{self.path} is missing: not a card directory?") from error
+        with handle:
+            buffer = handle.read(self._block)
+            if not buffer.startswith(b"["):  # not as a card writes it: read as a whole
+                yield from self._array(buffer + handle.read())
+                return
+            buffer = buffer[1:]
+            while chunk := handle.read(self._block):
+                buffer += chunk
+                cut = buffer.rfind(b"},{")
+                while cut >= 0:
+                    try:
+                        values = orjson.loads(b"[" + buffer[: cut + 1] + b"]")
+                    except orjson.JSONDecodeError:  # not between two values: an earlier one
+                        cut = buffer.rfind(b"},{", 0, cut)
+                        continue
+                    yield from values
+                    buffer = buffer[cut + 2 :]
+                    break
+            yield from self._array(b"[" + buffer)
+
+    def _array(self, data: bytes) -> list[Any]:
+        try:
+            values = orjson.loads(data)
+        except orjson.JSONDecodeError as error:
+            raise CardCorruptError(f"{self.path}: not valid JSON ({error})") from error
+        if not isinstance(values, list):
+            raise ValueError(f"{self.path} does not hold a JSON array")
+        return values
+
+
 class _Sha256:
     """The sha256 of ``data``, computed on a thread of its own when ``data`` is big enough
     for that to pay (a thread costs about 0.1 ms; hashing runs at about 2 GB/s)."""
 
     THREAD_BYTES = 1 << 20
 
-    def __init__(self, data: memoryview) -> None:
-        self._hasher: Any = None
+    def __init__(self, data: memoryview, hasher: Any = None) -> None:
+        """``hasher``: a sha256 to update with ``data`` (a new one by default)."""
+        self._hasher: Any = hashlib.sha256() if hasher is None else hasher
         self._data = data
         self._thread: threading.Thread | None = None
         if len(data) >= self.THREAD_BYTES:
@@ -516,12 +660,14 @@ class _Sha256:
             self._thread.start()
 
     def _run(self) -> None:
-        self._hasher = hashlib.sha256(self._data)
+        self._hasher.update(self._data)
 
     def result(self) -> Any:
+        """The hasher, once it has taken ``data``."""
         if self._thread is None:
-            return hashlib.sha256(self._data)
-        self._thread.join()
+            self._hasher.update(self._data)
+        else:
+            self._thread.join()
         return self._hasher
 
 
@@ -534,12 +680,12 @@ def cut_torn_line(path: Path, size: int) -> None:
 
 
 def manifest_problem(
-    path: Path, recorded: Mapping[str, Any], contents: JsonlContents[Any], *, exact: bool
+    path: Path, recorded: Mapping[str, Any], contents: JsonlContents[Any] | FoldedJsonl, *, exact: bool
 ) -> str | None:
     """How ``contents`` (read from ``path``) departs from the ``recorded`` manifest, naming
     the first line that differs; None when the file holds exactly the recorded lines
     (``exact``) or begins with them (lines appended since, as a crashed session leaves)."""
-    lines = len(contents.records)
+    lines = contents.lines
     if contents.bytes >= recorded["bytes"] and _prefix_sha256(path, contents, recorded["bytes"]) == recorded["sha256"]:
         if exact and contents.bytes > recorded["bytes"]:
             return f"{path}: {lines - recorded['lines']} lines were appended after the card was closed"
@@ -561,11 +707,15 @@ def manifest_problem(
     return f"{path} does not match the checksum the card recorded"
 
 
-def _prefix_sha256(path: Path, contents: JsonlContents[Any], size: int) -> str:
+def _prefix_sha256(path: Path, contents: JsonlContents[Any] | FoldedJsonl, size: int) -> str:
     if size == contents.bytes:
         return contents.sha256
+    hasher = hashlib.sha256()
     with path.open("rb") as f:
-        return hashlib.sha256(f.read(size)).hexdigest()
+        while size > 0 and (block := f.read(min(size, STREAM_CHUNK))):
+            hasher.update(block)
+            size -= len(block)
+    return hasher.hexdigest()
 
 
 def _write_all(fd: int, data: memoryview) -> None:

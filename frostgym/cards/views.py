@@ -12,7 +12,6 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from itertools import chain
 from typing import Any, Final, Literal
 
 from frostgym.cards import twin_gap
@@ -222,12 +221,6 @@ def _task_of(samples: Sequence[Sample]) -> _Task:
     )
 
 
-def _aggregate(per_task: Sequence[float | None]) -> dict[str, Any]:
-    """Mean over tasks with a value; tasks_n_lt_k says how many were too small to count."""
-    counted = [value for value in per_task if value is not None]
-    return {"value": _mean(counted), "tasks_counted": len(counted), "tasks_n_lt_k": len(per_task) - len(counted)}
-
-
 def _task_maj_at_ks(task: _Task, ks: Sequence[int]) -> dict[int, float | None]:
     """maj@k at every k of ``ks`` in one pass over the votes: the winner of the first k votes
     is ``majority_vote``'s (most votes, a tie to the earliest first vote), and the task is
@@ -288,71 +281,160 @@ MetricName = Literal["pass@k", "pass^k", "maj@k"]
 METRICS: Final[tuple[MetricName, ...]] = ("pass@k", "pass^k", "maj@k")
 
 
+class ExactSum:
+    """A running sum of floats that gives exactly what ``math.fsum`` of all of them gives,
+    in any order, while holding a few floats instead of every one: ``total`` is ``fsum``'s
+    correctly rounded sum of the exact total.
+
+    Why: a card's views are means over every task and episode, and the read-back process
+    of a 1,000,000-episode card held each task's values until the end to take those
+    ``fsum``s (3 KB an episode). Every ``FOLD`` values the ones held are replaced by floats
+    whose exact sum is theirs (``fsum`` of them, then ``fsum`` of what that rounding left,
+    and so on until nothing is left: one or two floats in practice), so the sum is never
+    rounded before ``total``. A value no fold can take exactly (an infinity, an overflow)
+    is kept as it is, and the sum is then ``fsum`` of everything, as before."""
+
+    __slots__ = ("_fold_at", "_values", "count")
+
+    FOLD = 256
+    #: Most floats one fold may leave (each is at least 2**53 times smaller than the one
+    #: before, so 40 cover every double); a fold that would leave more is not made.
+    MAX_PARTIALS = 48
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._values: list[float] = []
+        self._fold_at = self.FOLD
+
+    def add(self, value: float) -> None:
+        self.count += 1
+        values = self._values
+        values.append(value)
+        if len(values) >= self._fold_at:
+            self._fold()
+
+    def extend(self, values: Sequence[float]) -> None:
+        self.count += len(values)
+        self._values += values
+        if len(self._values) >= self._fold_at:
+            self._fold()
+
+    def _fold(self) -> None:
+        values = self._values
+        try:
+            partials = [math.fsum(values)]
+            while math.isfinite(partials[-1]) and len(partials) <= self.MAX_PARTIALS:
+                rest = math.fsum([*values, *(-p for p in partials)])
+                if rest == 0.0:
+                    self._values = partials
+                    self._fold_at = len(partials) + self.FOLD
+                    return
+                partials.append(rest)
+        except (OverflowError, ValueError):  # an infinity or an overflow: keep every value
+            pass
+        self._fold_at = 2 * len(values)
+
+    def total(self) -> float:
+        """``math.fsum`` of every value added."""
+        return math.fsum(self._values)
+
+    def mean(self) -> float | None:
+        """The values' ``fsum`` over their count; None when there are none."""
+        return math.fsum(self._values) / self.count if self.count else None
+
+
+class _PerK:
+    """One metric at one k over a group's tasks: the exact sum and count of the tasks'
+    values, and how many tasks had none (n < k)."""
+
+    __slots__ = ("missing", "values")
+
+    def __init__(self) -> None:
+        self.values = ExactSum()
+        self.missing = 0
+
+    def add(self, value: float | None) -> None:
+        if value is None:
+            self.missing += 1
+        else:
+            self.values.add(value)
+
+    def aggregate(self) -> dict[str, Any]:
+        """Their mean over the tasks with a value; ``tasks_n_lt_k`` says how many were too small to count."""
+        counted = self.values.count
+        return {"value": self.values.mean(), "tasks_counted": counted, "tasks_n_lt_k": self.missing}
+
+
 class _Group:
-    """One rule's metrics over a group of tasks (a run, or one slice of it), accumulated a
-    task at a time: the tasks' values, and the per-task values each metric averages, kept
-    until ``metrics``.
+    """One rule's metrics over a group of tasks (a run, or one slice of it), folded a task
+    at a time into exact sums (``ExactSum``) and counts, so a group holds the same few
+    numbers however many tasks it has.
 
-    Why kept and not summed as they come: every mean is a ``math.fsum``, exact whatever
-    the order, so the views come out the same in the order a run's tasks complete (a card's
-    read-back process adds each task once it has all its samples) as in sorted order, and
-    the work left for the end is a few sums per group, not a pass over every task per
-    metric and k. The per-episode values (rewards, components) are read from the tasks'
-    values at the end, in one pass, rather than copied here: a 1,000,000-episode card's ten
-    or so groups would hold tens of millions of references."""
+    Every mean is an exact sum (``math.fsum``'s), so the views come out the same in the
+    order a run's tasks complete (a card's read-back process adds each task once it has
+    all its samples) as in sorted order."""
 
-    __slots__ = ("best", "episodes", "n_max", "n_min", "pass_any", "per_k", "values")
+    __slots__ = ("best", "components", "episodes", "n_max", "n_min", "pass_any", "per_k", "rewards", "tasks")
 
     def __init__(self, ks: Sequence[int]) -> None:
+        self.tasks = 0
         self.episodes = 0
         self.n_min = self.n_max = 0
-        self.per_k: dict[MetricName, dict[int, list[float | None]]] = {m: {k: [] for k in ks} for m in METRICS}
-        self.best: list[float] = []
-        self.pass_any: list[float] = []
-        self.values: list[TaskValues] = []  # what was added: groups of the same values give the same metrics
+        self.per_k: dict[MetricName, dict[int, _PerK]] = {m: {k: _PerK() for k in ks} for m in METRICS}
+        self.best = ExactSum()
+        self.pass_any = ExactSum()
+        self.rewards = ExactSum()
+        self.components: dict[str, ExactSum] = {}
 
     def add(self, values: TaskValues) -> None:
         task = values.task
-        self.n_min = task.n if not self.values else min(self.n_min, task.n)
+        self.n_min = task.n if not self.tasks else min(self.n_min, task.n)
         self.n_max = max(self.n_max, task.n)
-        self.values.append(values)
+        self.tasks += 1
         self.episodes += task.n
         for metric, by_k in self.per_k.items():
             of_task = values.per_k[metric]
             for k, collected in by_k.items():
-                collected.append(of_task[k])
-        self.best.append(task.best_reward)
-        self.pass_any.append(float(task.c > 0))
+                collected.add(of_task[k])
+        self.best.add(task.best_reward)
+        self.pass_any.add(float(task.c > 0))
+        self.rewards.extend(values.rewards)
+        components = self.components
+        for name, each in values.components.items():
+            summed = components.get(name)
+            if summed is None:
+                summed = components[name] = ExactSum()
+            summed.extend(each)
 
     def metrics(self) -> dict[str, Any]:
-        components: dict[str, list[float]] = defaultdict(list)
-        for values in self.values:
-            for name, of_task in values.components.items():
-                components[name] += of_task
-        tasks, episodes, per_k = len(self.values), self.episodes, self.per_k
-        rewards = chain.from_iterable(values.rewards for values in self.values)
+        tasks, episodes, per_k = self.tasks, self.episodes, self.per_k
         return {
             "episodes": episodes,
             "tasks": tasks,
             "per_task_n": {"min": self.n_min, "max": self.n_max} if tasks else None,
-            "mean_reward": math.fsum(rewards) / episodes if episodes else None,
-            "component_means": {name: math.fsum(each) / len(each) for name, each in sorted(components.items())},
-            **{metric: {str(k): _aggregate(values) for k, values in per_k[metric].items()} for metric in METRICS},
-            "best_of_n": {"value": _mean(self.best), "tasks_counted": tasks, "pass_any": _mean(self.pass_any)},
+            "mean_reward": self.rewards.total() / episodes if episodes else None,
+            "component_means": {name: each.total() / each.count for name, each in sorted(self.components.items())},
+            **{metric: {str(k): values.aggregate() for k, values in per_k[metric].items()} for metric in METRICS},
+            "best_of_n": {"value": self.best.mean(), "tasks_counted": tasks, "pass_any": self.pass_any.mean()},
         }
 
 
 class ViewsBuilder:
     """The views of a run (as ``compute_views`` returns them) built task by task: ``add``
     each task's entry (``task_entry``) once it has all its records, in any order, then
-    ``views``. Each task's values go to both rules' groups of the run and of every slice the
-    task is in; ``views`` then only sums (``_Group``)."""
+    ``views``. Each task's values are folded into both rules' groups of the run and of every
+    slice the task is in (``_Group``), and then let go: the builder's memory is that of its
+    groups, not of its tasks. The one thing kept per task is its pass@1 under each rule, for
+    the twin gaps, and only with ``twins`` (a plan without twin tasks has no twin gap)."""
 
-    def __init__(self, ks: Sequence[int]) -> None:
-        """``ks``: sorted positive ints (``normalise_ks``)."""
+    def __init__(self, ks: Sequence[int], *, twins: bool = True) -> None:
+        """``ks``: sorted positive ints (``normalise_ks``); ``twins``: whether the tasks
+        added may include twins (``frostgym.cards.twin_gap``), whose gaps need every task's
+        pass@1."""
         self.ks = list(ks)
         self._groups: dict[tuple[str, str, Rule], _Group] = {}
         self._names: dict[str, set[str]] = {view: set() for view in SLICES}
+        self._twins = twins
         self._pass_at_1: dict[Rule, dict[TaskKey, float]] = {rule: {} for rule in RULE_NAMES}  # for twin gaps
 
     def _group(self, view: str, name: str, rule: Rule) -> _Group:
@@ -370,48 +452,28 @@ class ViewsBuilder:
             for view, names in entry.slices.items():
                 for name in names:
                     self._group(view, name, rule).add(values)
-            self._pass_at_1[rule][key] = values.task.c / values.task.n
+            if self._twins:
+                self._pass_at_1[rule][key] = values.task.c / values.task.n
 
-    def _both_rules(self, view: str, name: str, done: dict[tuple[int, ...], dict[str, Any]]) -> dict[str, Any]:
-        """Both rules' metrics of one group. ``done`` holds the metrics already computed, by
-        the identities of the values they were computed from: the rules share a task's
-        values when it has no failure drop, and a slice often holds every task, so most
-        groups are summed once and copied."""
-        views: dict[str, Any] = {}
-        for rule in RULE_NAMES:
-            group = self._groups.get((view, name, rule)) or _Group(self.ks)
-            identity = tuple(map(id, group.values))
-            if identity not in done:
-                done[identity] = group.metrics()
-            views[rule] = _copy_tree(done[identity])
-        return views
+    def _both_rules(self, view: str, name: str) -> dict[str, Any]:
+        """Both rules' metrics of one group."""
+        return {rule: (self._groups.get((view, name, rule)) or _Group(self.ks)).metrics() for rule in RULE_NAMES}
 
     def views(self) -> dict[str, Any]:
         """The views of the tasks added so far."""
-        done: dict[tuple[int, ...], dict[str, Any]] = {}
         views: dict[str, Any] = {
             "ks": list(self.ks),
             "rules": dict(RULES),
             "definitions": dict(DEFINITIONS),
-            "overall": self._both_rules("overall", "", done),
+            "overall": self._both_rules("overall", ""),
         }
         for view in SLICES:
-            views[view] = {name: self._both_rules(view, name, done) for name in sorted(self._names[view])}
+            views[view] = {name: self._both_rules(view, name) for name in sorted(self._names[view])}
         gaps = twin_gap.twin_gaps({rule: dict(sorted(rates.items())) for rule, rates in self._pass_at_1.items()})
         if gaps:  # a card played with --twins (frostgym.cards.twin_gap)
             views["twin_gap"] = gaps
             views["definitions"]["twin_gap"] = twin_gap.DEFINITION
         return views
-
-
-def _copy_tree(value: Any) -> Any:
-    """A copy of JSON-ready data (dicts and lists of scalars): ``copy.deepcopy`` without
-    its memo, five times faster, for the views a card's close copies per slice."""
-    if isinstance(value, dict):
-        return {key: _copy_tree(item) for key, item in value.items()}
-    if isinstance(value, list):
-        return [_copy_tree(item) for item in value]
-    return value
 
 
 def normalise_ks(ks: Sequence[int]) -> list[int]:

@@ -1,8 +1,12 @@
-"""Run a plan into a card: create (or resume) the card, play what is left, close it."""
+"""Run a plan into a card: create (or resume) the card, play what is left, close it.
+
+The plan is generated as the card writes it to ``plan.json`` (``frostgym.run.plan.iter_plan``)
+and played from there (``CardWriter.plan``), so a run holds none of it however long it is.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -11,7 +15,7 @@ from frostgym.cards.card import CardWriter
 from frostgym.cards.provenance import describe_envs, git_info, host_info, package_versions
 from frostgym.cards.views import default_ks
 from frostgym.evaluate.exclusions import excluded_tasks
-from frostgym.run.plan import PlannedEpisode, make_plan
+from frostgym.run.plan import PlannedEpisode, iter_plan
 from frostgym.run.runner import EnvBackend, Outcome, RunOptions, run_plan
 
 
@@ -87,15 +91,16 @@ def run_to_card(
     options: RunOptions,
     *,
     resume: bool = False,
-    plan: Sequence[PlannedEpisode] | None = None,
+    plan: Iterable[PlannedEpisode] | None = None,
     skip: Mapping[str, str] | None = None,
     extra: Mapping[str, Any] | None = None,
     on_plan: Callable[[int, int], None] | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
     envs: EnvBackend | None = None,
 ) -> dict[str, Any]:
-    """Play ``config``'s plan (``card_config``; or ``plan``, when given) with ``agent`` into
-    the card at ``out``, and return the closed card's ``card.json``.
+    """Play ``config``'s plan (``card_config``; or ``plan``, when given: it is gone through
+    once, as the card writes it) with ``agent`` into the card at ``out``, and return the
+    closed card's ``card.json``.
 
     A new card needs an empty or missing ``out`` (``FileExistsError`` otherwise); with
     ``resume`` the card there is finished instead: its identity and plan must match
@@ -112,7 +117,7 @@ def run_to_card(
     identity = config["identity"]
     made_with = run_options(identity)
     if plan is None:
-        plan = make_plan(
+        plan = iter_plan(
             identity["env_ids"],
             split=identity["split"],
             episodes=identity["episodes"],
@@ -136,10 +141,10 @@ def run_to_card(
             **(extra or {}),
         }
         writer = CardWriter.create(out, config=config, plan=plan, provenance=provenance)
-    remaining = [p for p in plan if p.plan_id not in writer.done]
+    remaining = writer.plan if not writer.done else _NotIn(writer.plan, writer.done)
     if on_plan is not None:
         writer.wait_until_in_place()  # what it is told of is on disk
-        on_plan(len(plan), len(plan) - len(remaining))
+        on_plan(len(writer.plan), len(writer.done))  # a resume checked that every id done is planned
     try:
         run_plan(remaining, agent, writer, options, skip=skip, on_outcome=on_outcome, envs=envs)
     except BaseException as error:  # Ctrl-C, a full disk, a dead backend: the card stays resumable
@@ -149,3 +154,15 @@ def run_to_card(
             error.add_note(f"the card in {out} could not be closed either ({type(closing).__name__}: {closing})")
         raise
     return writer.close("complete", agent.describe())
+
+
+class _NotIn:
+    """The entries of ``plan`` whose plan ids are not in ``done``, each time it is iterated
+    (``run_plan`` goes through its plan twice when it has a skip map)."""
+
+    def __init__(self, plan: Iterable[PlannedEpisode], done: Collection[str]) -> None:
+        self._plan = plan
+        self._done = done
+
+    def __iter__(self) -> Iterator[PlannedEpisode]:
+        return (p for p in self._plan if p.plan_id not in self._done)
