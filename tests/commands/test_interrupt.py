@@ -5,6 +5,7 @@ was answered, and ``--resume`` asks the server only for the rest."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import threading
@@ -54,7 +55,8 @@ def test_ctrl_c_stops_a_run_with_hanging_requests_at_once_and_resume_sends_only_
             "--out",
             str(out),
         ]
-        run = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        env = {**os.environ, "PYTHONFAULTHANDLER": "1"}  # a hang below dumps every thread's stack on SIGABRT
+        run = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             episodes = out / "episodes.jsonl"
             deadline = time.monotonic() + 120
@@ -69,7 +71,12 @@ def test_ctrl_c_stops_a_run_with_hanging_requests_at_once_and_resume_sends_only_
             assert 0 < answered < EPISODES
             run.send_signal(signal.SIGINT)
             interrupted_at = time.monotonic()
-            output = run.communicate(timeout=60)[0].decode()
+            try:
+                output = run.communicate(timeout=60)[0].decode()
+            except subprocess.TimeoutExpired:
+                run.send_signal(signal.SIGABRT)
+                stacks = run.communicate(timeout=30)[0].decode()[-8000:]
+                pytest.fail(f"no exit 60 s after SIGINT; its threads:\n{stacks}")
             took = time.monotonic() - interrupted_at
         finally:
             if run.poll() is None:
