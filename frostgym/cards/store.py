@@ -464,6 +464,11 @@ def _problem(error: ValueError) -> str:
 
 #: Bytes ``stream_jsonl`` reads at a time.
 STREAM_CHUNK = 1 << 22
+#: Bytes ``fold_jsonl`` decodes at a time (a block's heads take about its size).
+FOLD_BLOCK = 1 << 20
+#: Bytes of a JSON array ``JsonArrayFile`` decodes at a time: ``orjson.loads`` peaks at about
+#: 12 times its input besides what it returns (a 4 MiB block of a plan: 65 MB; 256 KiB: 4 MB).
+ARRAY_BLOCK = 256 << 10
 
 
 def stream_jsonl(
@@ -527,7 +532,7 @@ def fold_jsonl(
     take: Callable[[list[T]], None],
     *,
     torn: TornLine = "error",
-    block: int = STREAM_CHUNK,
+    block: int = FOLD_BLOCK,
 ) -> FoldedJsonl:
     """``read_jsonl``, each block of decoded records (``block`` bytes of whole lines at a
     time) handed to ``take`` instead of kept: what a reader that reduces the records as they
@@ -595,8 +600,7 @@ class JsonArrayFile:
     """The values of a file holding one JSON array (a card's ``plan.json``), read from the
     file each time it is iterated, ``block`` bytes at a time: what a reader that goes through
     a plan once or twice (a card's tally) iterates, in the memory of a block whatever the
-    plan's size, where ``read_json`` of a 1,000,000-episode plan (300 MB) took over a
-    gigabyte.
+    plan's size, where ``read_json`` of a 1,000,000-episode plan (300 MB) takes gigabytes.
 
     The array is cut between two of its values, at a ``},{`` after which the values before
     it parse as an array on their own: in any other place (in a string, in a nested value)
@@ -605,7 +609,7 @@ class JsonArrayFile:
     as ``read_json`` refuses it. Raises ``CardCorruptError`` for a missing file or one that
     is not valid JSON (naming it), ``ValueError`` for one holding JSON other than an array."""
 
-    def __init__(self, path: Path, *, block: int = STREAM_CHUNK) -> None:
+    def __init__(self, path: Path, *, block: int = ARRAY_BLOCK) -> None:
         self.path = path
         self._block = block
 

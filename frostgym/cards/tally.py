@@ -72,9 +72,9 @@ class Tally:
     Its memory does not grow with the records added, nor with the plan: the plan is read
     alongside the records, as far as they reach into it (a run records its episodes in
     about the order of its plan), keeping only the entries read but not recorded yet and
-    the tasks under way. Why: the read-back process of a 1,000,000-episode card held a set
-    of every plan id, one of every id recorded, a count of every task and a set of every
-    task counted, over 100 bytes an episode besides the views. That needs a plan whose ids
+    the tasks under way. Why: a set of every plan id, one of every id recorded, a count of
+    every task and a set of every task counted take over 100 bytes an episode besides the
+    views (100 MB of a 1,000,000-episode card's read-back process). That needs a plan whose ids
     are distinct and whose tasks each have their entries together, as every plan
     ``frostgym.run.plan.make_plan`` makes has; for any other (a hand-made plan) the whole
     plan is held, as it always was (the result is the same either way)."""

@@ -12,7 +12,7 @@ import math
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, cast
 
 from frostgym.cards import twin_gap
 from frostgym.core.episode import Head
@@ -286,15 +286,15 @@ class ExactSum:
     in any order, while holding a few floats instead of every one: ``total`` is ``fsum``'s
     correctly rounded sum of the exact total.
 
-    Why: a card's views are means over every task and episode, and the read-back process
-    of a 1,000,000-episode card held each task's values until the end to take those
-    ``fsum``s (3 KB an episode). Every ``FOLD`` values the ones held are replaced by floats
+    Why: a card's views are means over every task and episode, and holding each task's
+    values until the end to take those ``fsum``s costs a card's read-back process 3 KB an
+    episode (3 GB at 1,000,000 episodes). Every ``FOLD`` values the ones held are replaced by floats
     whose exact sum is theirs (``fsum`` of them, then ``fsum`` of what that rounding left,
     and so on until nothing is left: one or two floats in practice), so the sum is never
     rounded before ``total``. A value no fold can take exactly (an infinity, an overflow)
     is kept as it is, and the sum is then ``fsum`` of everything, as before."""
 
-    __slots__ = ("_fold_at", "_values", "count")
+    __slots__ = ("_fold_at", "_values", "count", "missing")
 
     FOLD = 256
     #: Most floats one fold may leave (each is at least 2**53 times smaller than the one
@@ -303,6 +303,7 @@ class ExactSum:
 
     def __init__(self) -> None:
         self.count = 0
+        self.missing = 0  # for its user: the values it was not given (a task with n < k)
         self._values: list[float] = []
         self._fold_at = self.FOLD
 
@@ -343,48 +344,34 @@ class ExactSum:
         return math.fsum(self._values) / self.count if self.count else None
 
 
-class _PerK:
-    """One metric at one k over a group's tasks: the exact sum and count of the tasks'
-    values, and how many tasks had none (n < k)."""
-
-    __slots__ = ("missing", "values")
-
-    def __init__(self) -> None:
-        self.values = ExactSum()
-        self.missing = 0
-
-    def add(self, value: float | None) -> None:
-        if value is None:
-            self.missing += 1
-        else:
-            self.values.add(value)
-
-    def aggregate(self) -> dict[str, Any]:
-        """Their mean over the tasks with a value; ``tasks_n_lt_k`` says how many were too small to count."""
-        counted = self.values.count
-        return {"value": self.values.mean(), "tasks_counted": counted, "tasks_n_lt_k": self.missing}
-
-
 class _Group:
-    """One rule's metrics over a group of tasks (a run, or one slice of it), folded a task
-    at a time into exact sums (``ExactSum``) and counts, so a group holds the same few
-    numbers however many tasks it has.
+    """One rule's metrics over a group of tasks (a run, or one slice of it), accumulated a
+    task at a time: the per-task values each metric averages, appended as they come (as cheap
+    as it gets: a card's read-back process adds every task to ten or so groups), and every
+    ``FOLD_TASKS`` tasks folded into exact sums (``ExactSum``) and counts, so a group holds
+    the same few numbers however many tasks it has.
 
     Every mean is an exact sum (``math.fsum``'s), so the views come out the same in the
     order a run's tasks complete (a card's read-back process adds each task once it has
     all its samples) as in sorted order."""
 
-    __slots__ = ("best", "components", "episodes", "n_max", "n_min", "pass_any", "per_k", "rewards", "tasks")
+    __slots__ = ("best", "components", "episodes", "n_max", "n_min", "pass_any", "per_k", "rewards", "sums", "tasks")
+
+    #: Tasks added between two folds.
+    FOLD_TASKS = 64
 
     def __init__(self, ks: Sequence[int]) -> None:
         self.tasks = 0
         self.episodes = 0
         self.n_min = self.n_max = 0
-        self.per_k: dict[MetricName, dict[int, _PerK]] = {m: {k: _PerK() for k in ks} for m in METRICS}
-        self.best = ExactSum()
-        self.pass_any = ExactSum()
-        self.rewards = ExactSum()
-        self.components: dict[str, ExactSum] = {}
+        # Appended since the last fold: metric -> k -> the tasks' values (None: n < k), ...
+        self.per_k: dict[MetricName, dict[int, list[float | None]]] = {m: {k: [] for k in ks} for m in METRICS}
+        self.best: list[float] = []
+        self.pass_any: list[float] = []
+        self.rewards: list[float] = []
+        self.components: dict[str, list[float]] = {}
+        # ... and folded: by what they sum ("best", "pass_any", "rewards", (metric, k), ("component", name)).
+        self.sums: dict[Any, ExactSum] = {}
 
     def add(self, values: TaskValues) -> None:
         task = values.task
@@ -395,28 +382,63 @@ class _Group:
         for metric, by_k in self.per_k.items():
             of_task = values.per_k[metric]
             for k, collected in by_k.items():
-                collected.add(of_task[k])
-        self.best.add(task.best_reward)
-        self.pass_any.add(float(task.c > 0))
-        self.rewards.extend(values.rewards)
+                collected.append(of_task[k])
+        self.best.append(task.best_reward)
+        self.pass_any.append(float(task.c > 0))
+        self.rewards += values.rewards
         components = self.components
         for name, each in values.components.items():
-            summed = components.get(name)
-            if summed is None:
-                summed = components[name] = ExactSum()
-            summed.extend(each)
+            if name in components:
+                components[name] += each
+            else:
+                components[name] = list(each)
+        if len(self.best) >= self.FOLD_TASKS:
+            self._fold()
+
+    def _sum(self, key: Any) -> ExactSum:
+        summed = self.sums.get(key)
+        if summed is None:
+            summed = self.sums[key] = ExactSum()
+        return summed
+
+    def _fold(self) -> None:
+        """Fold what was appended since the last fold into the sums."""
+        for metric, by_k in self.per_k.items():
+            for k, collected in by_k.items():
+                summed = self._sum((metric, k))
+                missing = collected.count(None)
+                summed.extend([v for v in collected if v is not None] if missing else cast(list[float], collected))
+                summed.missing += missing
+                collected.clear()
+        for key, appended in (("best", self.best), ("pass_any", self.pass_any), ("rewards", self.rewards)):
+            self._sum(key).extend(appended)
+            appended.clear()
+        for name, each in self.components.items():
+            self._sum(("component", name)).extend(each)
+        self.components.clear()
 
     def metrics(self) -> dict[str, Any]:
-        tasks, episodes, per_k = self.tasks, self.episodes, self.per_k
+        self._fold()
+        tasks, episodes, sums = self.tasks, self.episodes, self.sums
+        components = sorted((key[1], summed) for key, summed in sums.items() if key[0] == "component")
         return {
             "episodes": episodes,
             "tasks": tasks,
             "per_task_n": {"min": self.n_min, "max": self.n_max} if tasks else None,
-            "mean_reward": self.rewards.total() / episodes if episodes else None,
-            "component_means": {name: each.total() / each.count for name, each in sorted(self.components.items())},
-            **{metric: {str(k): values.aggregate() for k, values in per_k[metric].items()} for metric in METRICS},
-            "best_of_n": {"value": self.best.mean(), "tasks_counted": tasks, "pass_any": self.pass_any.mean()},
+            "mean_reward": self._sum("rewards").total() / episodes if episodes else None,
+            "component_means": {name: each.total() / each.count for name, each in components},
+            **{metric: {str(k): _aggregate(self._sum((metric, k))) for k in self.per_k[metric]} for metric in METRICS},
+            "best_of_n": {
+                "value": self._sum("best").mean(),
+                "tasks_counted": tasks,
+                "pass_any": self._sum("pass_any").mean(),
+            },
         }
+
+
+def _aggregate(per_task: ExactSum) -> dict[str, Any]:
+    """Mean over tasks with a value; tasks_n_lt_k says how many were too small to count."""
+    return {"value": per_task.mean(), "tasks_counted": per_task.count, "tasks_n_lt_k": per_task.missing}
 
 
 class ViewsBuilder:

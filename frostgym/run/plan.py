@@ -9,7 +9,7 @@ imports ``frostgym.cards``).
 A plan is generated one entry at a time (``iter_plan``) and a run holds none of it: its
 entries are spooled to a file as ``plan.json`` holds them (``PlanFile``, whose sha256 is the
 plan's) and read back from there a chunk at a time, by the runner as it starts episodes
-and by a card's close. Why: held as a list, a 1,000,000-episode plan took 500 MB, and
+and by a card's close. Why: held as a list, a 1,000,000-episode plan takes 500 MB, and
 its ``plan.json`` encoded at once 300 MB more; generating it twice instead would cost a
 run a fifth of its time (a math task takes about 150 us to generate).
 """
