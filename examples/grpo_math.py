@@ -18,8 +18,9 @@ rather than from the verifier (the real frostgym rewards are still logged, at we
 one level: it starts at the first level given and moves to keep the running pass rate in
 30-70%; the level of every step is logged.
 
-Each step's mean reward, reward standard deviation, share of groups with no reward variance
-and mean completion length go to ``OUT/steps.jsonl``; ``OUT/summary.json`` holds pass@1
+Each step's mean reward, reward standard deviation, share of groups with no reward variance,
+mean completion length, policy entropy and (with ``--beta`` above 0) KL to the reference model
+go to ``OUT/steps.jsonl``; ``OUT/summary.json`` holds pass@1
 before and after and the trainer's whole log.
 """
 
@@ -52,14 +53,31 @@ from frostgym.train.trl import (
 )
 
 #: What each step's log line keeps (TRL's names).
-STEP_KEYS = ("reward", "reward_std", "frac_reward_zero_std", "completions/mean_length", "loss", "learning_rate")
+#: ``kl`` (to the reference model) is only computed by TRL when ``--beta`` is above 0;
+#: ``entropy`` is the policy's mean per-token entropy on the step's completions.
+STEP_KEYS = (
+    "reward",
+    "reward_std",
+    "frac_reward_zero_std",
+    "completions/mean_length",
+    "kl",
+    "entropy",
+    "loss",
+    "learning_rate",
+)
 
 
-def load_model(tiny: bool, seed: int) -> tuple[Any, Any]:
-    """SmolLM2-135M-Instruct, or (``tiny``) a random 2-layer Llama with SmolLM2's tokenizer."""
+def load_model(tiny: bool, seed: int, out: Path) -> tuple[Any, Any]:
+    """SmolLM2-135M-Instruct, or (``tiny``) a random 2-layer Llama with SmolLM2's tokenizer,
+    saved under ``out`` first: TRL loads its reference model (``--beta`` above 0) from the
+    directory the policy was loaded from."""
     if tiny:
-        return tiny_random_model(seed)
-    path = ensure_converted()
+        model, tokenizer = tiny_random_model(seed)
+        path = out / "tiny-model"
+        model.save_pretrained(path)
+        tokenizer.save_pretrained(path)
+    else:
+        path = ensure_converted()
     tokenizer: Any = AutoTokenizer.from_pretrained(path, local_files_only=True)
     return AutoModelForCausalLM.from_pretrained(path, local_files_only=True, dtype=torch.float32), tokenizer
 
@@ -126,13 +144,16 @@ def main() -> None:
     parser.add_argument("--generations", type=int, default=4, help="completions per prompt (a GRPO group)")
     parser.add_argument("--learning-rate", type=float, default=None, help="default 1e-4 tiny, 1e-5")
     parser.add_argument("--random-reward-control", action="store_true")
+    parser.add_argument(
+        "--beta", type=float, default=0.0, help="KL coefficient (TRL's default 0: no reference model, no KL logged)"
+    )
     parser.add_argument("--curriculum", default=None, help="levels to move between, easiest first: '1,2,3'")
     args = parser.parse_args()
 
     (spec,) = parse_env_specs(args.env)
     max_new_tokens = args.max_new_tokens or (32 if args.tiny else 256)
     episodes = None if args.eval_episodes == 0 else args.eval_episodes or (8 if args.tiny else 50)
-    model, tokenizer = load_model(args.tiny, args.seed)
+    model, tokenizer = load_model(args.tiny, args.seed, args.out)
 
     def card(trained: Any, name: str) -> float:  # the same plan and sampling before and after
         return rollout_card(
@@ -174,6 +195,7 @@ def main() -> None:
         learning_rate=args.learning_rate or (1e-4 if args.tiny else 1e-5),
         shuffle_dataset=sampler is None,  # a curriculum's stream is already in the order it chose
         temperature=1.0,
+        beta=args.beta,
         reward_weights=weights,
         logging_steps=1,
         save_strategy="no",
