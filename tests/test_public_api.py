@@ -53,6 +53,7 @@ PUBLIC = {
         "FrozenSyncVectorEnv",
         "curriculum_dataset",
         "env_dataset",
+        "environment_factory",
         "group_reset",
         "group_seeds",
         "make_vector_env",

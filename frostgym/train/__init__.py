@@ -1,7 +1,7 @@
 """Training against the envs: ``vector`` (batched stepping and GRPO groups), ``curriculum``
 (levels that move with the policy) and the trainer adapters (``trl``: GRPO datasets, reward
-functions and SQL-v0 as a tool environment). The public API is the names below (imported on
-first use; the ``trl`` adapter's need the ``train`` extra)."""
+functions, and ``environment_factory`` for the multi-turn ids' tool loops). The public API
+is the names below (imported on first use; the ``trl`` adapter's need the ``train`` extra)."""
 
 from typing import TYPE_CHECKING
 
@@ -12,6 +12,7 @@ if TYPE_CHECKING:
     from frostgym.train.trl import (
         curriculum_dataset,
         env_dataset,
+        environment_factory,
         reward_functions,
         reward_weights,
         sql_environment_factory,
@@ -33,6 +34,7 @@ __all__ = [
     "FrozenSyncVectorEnv",
     "curriculum_dataset",
     "env_dataset",
+    "environment_factory",
     "group_reset",
     "group_seeds",
     "make_vector_env",
@@ -51,6 +53,7 @@ __getattr__, __dir__ = lazy_exports(
         "FrozenSyncVectorEnv": "frostgym.train.vector",
         "curriculum_dataset": "frostgym.train.trl",
         "env_dataset": "frostgym.train.trl",
+        "environment_factory": "frostgym.train.trl",
         "group_reset": "frostgym.train.vector",
         "group_seeds": "frostgym.train.vector",
         "make_vector_env": "frostgym.train.vector",

@@ -1,75 +1,144 @@
-"""Train against frostgym envs with TRL's ``GRPOTrainer`` (tested with trl 1.16).
+"""Train against frostgym envs with TRL's ``GRPOTrainer`` (tested with trl 1.16): every
+registered id, single-turn through reward functions, multi-turn through TRL's experimental
+``environment_factory`` (guide: docs/trainers/trl.md).
 
-Single-turn families (the math ids, Code-v0, Tools-v0)::
+Single-turn ids (the math ids, Tools-v0, Code-v0 at its default one turn)::
 
     from trl import GRPOConfig, GRPOTrainer
-    from frostgym.train.trl import env_dataset, reward_functions
+    from frostgym.train.trl import env_dataset, reward_functions, reward_weights
 
     data = env_dataset("frostgym/Math-v0", split="train", n=512, seed=0)
-    trainer = GRPOTrainer(model, reward_funcs=reward_functions("frostgym/Math-v0"), train_dataset=data, args=...)
+    funcs = reward_functions("frostgym/Math-v0")
+    trainer = GRPOTrainer(model, reward_funcs=funcs, train_dataset=data,
+                          args=GRPOConfig(reward_weights=reward_weights(funcs), ...))
 
 ``env_dataset`` builds conversational prompts (the env's reset observation) with the
-columns ``task_id``, ``episode_seed`` and ``split``; tasks and seeds come from
-``frostgym.run.plan.make_plan`` (one sample per task), the same derivation an eval
-card uses. ``reward_functions`` returns one function per grade component
-(``frostgym_correctness``, ``frostgym_format``, ...) and one for the total score
-(``frostgym_score``). Each resets a private env on the row's task and steps the
-completion, so a reward is exactly what an episode would have scored. The components
-are logged separately but TRL *sums* every reward function, so give the components
-weight 0 (``GRPOConfig(reward_weights=...)``, see ``reward_weights``) unless you mean
-to re-weight them. A completion is graded once per batch however many functions ask.
+columns ``task_id``, ``episode_seed`` and ``split`` (and ``environment`` for the ids whose
+tools differ per task, below); tasks and seeds come from ``frostgym.run.plan.make_plan``
+(one sample per task), the same derivation an eval card uses. ``reward_functions`` returns
+one function per grade component (``frostgym_correctness``, ``frostgym_format``, ...) and
+one for the total score (``frostgym_score``). Without an ``environments`` kwarg, each resets
+a private env on the row's task and steps the completion's text, again on every turn the
+episode has left until it ends (a single-turn id: once), so a reward is exactly what that
+``gym.make`` episode scores. TRL *sums* every reward function, so give the components
+weight 0 (``reward_weights``). A completion is graded once per batch however many
+functions ask.
 
-Multi-turn: TRL 1.16 has two hooks, ``rollout_func`` (you generate yourself) and the
-experimental ``environment_factory`` (an object whose public methods become tools the
-model calls during generation; TRL runs the tool loop). SQL-v0 is wired through
-``environment_factory``: ``sql_environment_factory`` returns a factory whose objects
-expose ``run_sql`` and ``submit_sql`` and step the real env; ``reward_functions`` on
-SQL-v0 then reads the grade from those objects (the ``environments`` kwarg TRL passes).
-If the model ends without calling ``submit_sql``, its last reply is stepped as text, so
-an ``<answer>`` block still counts. TRL requires a chat template that renders tool
-calls (SmolLM2's does not; Qwen2.5/Qwen3 templates do). The other multi-turn ids
-(ToolsMultiTurn-v0, ToolsHTTP-v0) need tool results between turns that are not wired
-here: ``reward_functions`` raises ``MultiTurnNotSupportedError`` for them.
+Multi-turn (SQL-v0, Code-v0, ToolsHTTP-v0, ToolsMultiTurn-v0): ``environment_factory(env_id)``
+is what to pass as ``GRPOTrainer(environment_factory=...)``, with ``env_dataset`` rows and
+``reward_functions(env_id)``. Its objects (``ToolEnv`` subclasses) play one real episode
+each through ``frostgym.train.session.TrainingEpisode``: TRL calls ``reset(**row)``, then
+the tool methods the model calls (the env's tools, each an ``async`` method whose name,
+type hints and docstring give the env's JSON schema); the calls of one reply are gathered
+into one env action ``{"content": "", "tool_calls": [...]}`` (one env step, as ``gym.make``
+plays that reply) and the env's answer is the first call's result (the others' is "").
+When the model replies without a tool call, TRL's loop ends and the reward functions read
+``final_grade(text)``: that reply is stepped as text, again on every turn left, until the
+episode ends. SQL-v0 and Code-v0 have one tool set (a plain factory); ToolsHTTP-v0 and
+ToolsMultiTurn-v0 offer different tools per task, so their factory is a dict keyed by tool
+set (``toolset_key``), one class per set, and ``env_dataset`` names each row's set in its
+``environment`` column. ToolsMultiTurn-v0 has several user requests per episode: its
+classes add a ``finish_turn`` tool (the reply without calls that ends a request under
+``gym.make``), whose result is the next request. What TRL cannot show as ``gym.make``
+does (tools listed alphabetically and all at once, lossy schemas, ...) is listed in the
+guide. TRL requires a chat template that renders tool calls (Qwen2.5/Qwen3 do; SmolLM2's
+does not).
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
+import hashlib
+import inspect
+import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, cast
+from typing import Any, ClassVar, Literal, cast
 
 from frostgym.core.env import FrozenEnv
-from frostgym.core.errors import FrostgymError, MultiTurnNotSupportedError
+from frostgym.core.errors import FrostgymError, InvalidActionError
+from frostgym.core.messages import Action
 from frostgym.core.splits import Split
+from frostgym.core.tasks import Task
 from frostgym.envs.registry import make_env
-from frostgym.run.plan import make_plan
 from frostgym.train.curriculum import CurriculumSampler
+from frostgym.train.session import StepResult, TaskRow, TrainingEpisode, task_rows
 
 RewardFunc = Callable[..., list[float | None]]
+#: What ``environment_factory`` returns: one factory, or one per tool set (``toolset_key``).
+EnvironmentFactory = Callable[[], "ToolEnv"] | dict[str, Callable[[], "ToolEnv"]]
 
+SQL_ID = "frostgym/SQL-v0"
+CODE_ID = "frostgym/Code-v0"
+HTTP_ID = "frostgym/ToolsHTTP-v0"
+MULTI_TURN_ID = "frostgym/ToolsMultiTurn-v0"
+#: Ids whose tools differ per task: a dict factory, and an ``environment`` column.
+PER_TASK_TOOLS = (MULTI_TURN_ID, HTTP_ID)
 #: Multi-turn ids with an ``environment_factory`` here.
-TOOL_ENVS = ("frostgym/SQL-v0",)
+TOOL_ENVS = (SQL_ID, CODE_ID, *PER_TASK_TOOLS)
 PREFIX = "frostgym_"
+#: The ToolsMultiTurn-v0 tool that ends a user request (a reply without calls under gym.make).
+FINISH_TURN = "finish_turn"
+EPISODE_OVER = "The episode is over: no more tool calls."
+
+
+def _task_toolset(env_id: str, task: Task) -> tuple[str, ...]:
+    """The names of the tools an episode of ``task`` ever offers, in the env's order:
+    ToolsHTTP-v0's task tools; ToolsMultiTurn-v0's functions over all its user turns
+    (BFCL's held-out functions included: they come back at a later turn)."""
+    if env_id == MULTI_TURN_ID:
+        from frostgym.tools.bfcl_multi_turn import entry_for
+
+        entry = entry_for(task)
+        return tuple(dict.fromkeys(name for turn in range(len(entry.turns)) for name in entry.offered(turn)))
+    return tuple(str(name) for name in task.metadata["tools"])
+
+
+def toolset_key(env_id: str, names: Sequence[str]) -> str:
+    """The ``environment`` name of a tool set: the id's name and a hash of the sorted tool
+    names (``ToolsHTTP-v0:3f9a0c1b2d``)."""
+    digest = hashlib.sha256(json.dumps(sorted(names)).encode()).hexdigest()[:10]
+    return f"{env_id.rsplit('/', 1)[-1]}:{digest}"
 
 
 def env_dataset(env_id: str, *, split: Split = "train", n: int, seed: int, **env_kwargs: Any) -> Any:
     """``n`` distinct tasks of ``split`` as a conversational ``datasets.Dataset``: columns
-    ``prompt`` (the reset observation), ``task_id``, ``episode_seed`` and ``split``."""
+    ``prompt`` (the reset observation), ``task_id``, ``episode_seed`` and ``split``, and for
+    ToolsHTTP-v0 and ToolsMultiTurn-v0 ``environment`` (the row's ``toolset_key``, which
+    ``environment_factory``'s dict routes on). The tasks are ``task_rows``' (the plan's)."""
+    return rows_dataset(task_rows(env_id, split=split, n=n, seed=seed, **env_kwargs), **env_kwargs)
+
+
+def rows_dataset(rows: Sequence[TaskRow], **env_kwargs: Any) -> Any:
+    """``rows`` (``frostgym.train.session.TaskRow``, all of one id) as ``env_dataset``'s
+    ``datasets.Dataset``, one row each, in order."""
     from datasets import Dataset  # type: ignore[import-untyped,unused-ignore]
 
-    plan = make_plan([env_id], split=split, episodes=n, samples=1, seed=seed, env_kwargs=env_kwargs)
-    env = make_env(env_id, split, env_kwargs)
-    rows: dict[str, list[Any]] = {"prompt": [], "task_id": [], "episode_seed": [], "split": []}
+    env_ids = {row.env_id for row in rows}
+    if len(env_ids) != 1:
+        raise ValueError(f"rows_dataset takes rows of one id, got {sorted(env_ids)}")
+    env_id = rows[0].env_id
+    columns: dict[str, list[Any]] = {"prompt": [], "task_id": [], "episode_seed": [], "split": []}
+    if env_id in PER_TASK_TOOLS:
+        columns["environment"] = []
+    envs: dict[Split, FrozenEnv] = {}
     try:
-        for planned in plan:
-            observation, _ = env.reset(seed=planned.seed, options={"task_id": planned.task_id})
-            rows["prompt"].append([{"role": m["role"], "content": m["content"]} for m in observation])
-            rows["task_id"].append(planned.task_id)
-            rows["episode_seed"].append(planned.seed)
-            rows["split"].append(split)
+        for row in rows:
+            if row.split not in envs:
+                envs[row.split] = make_env(env_id, row.split, env_kwargs)
+            env = envs[row.split]
+            observation, _ = env.reset(seed=row.episode_seed, options={"task_id": row.task_id})
+            columns["prompt"].append([{"role": m["role"], "content": m["content"]} for m in observation])
+            columns["task_id"].append(row.task_id)
+            columns["episode_seed"].append(row.episode_seed)
+            columns["split"].append(row.split)
+            if env_id in PER_TASK_TOOLS:
+                columns["environment"].append(toolset_key(env_id, _task_toolset(env_id, env.task)))
     finally:
-        env.close()
-    return Dataset.from_dict(rows)
+        for env in envs.values():
+            env.close()
+    return Dataset.from_dict(columns)
 
 
 def completion_text(completion: Any) -> str:
@@ -83,78 +152,319 @@ def completion_text(completion: Any) -> str:
     return ""
 
 
-class SQLToolEnv:
-    """One SQL-v0 episode per rollout, driven by TRL's tool loop (``environment_factory``).
+def _play_to_end(episode: TrainingEpisode, reply: Action, record: list[StepResult] | None = None) -> None:
+    """Step ``reply`` until the episode ends: the model's last reply answers every turn it
+    has left (the env's ``max_turns`` bounds it)."""
+    for _ in range(episode.max_turns + 1):
+        if episode.done:
+            return
+        result = episode.step(reply)
+        if record is not None:
+            record.append(result)
+    if not episode.done:
+        raise FrostgymError(f"{episode.env_id} did not end within max_turns={episode.max_turns} replies")
 
-    TRL calls ``reset`` with the dataset row, exposes ``run_sql`` and ``submit_sql`` as tools,
-    and hands the objects to the reward functions, which read ``final_grade``."""
 
-    def __init__(self, env_id: str = "frostgym/SQL-v0", **env_kwargs: Any) -> None:
-        self._env_id = env_id
-        self._env_kwargs = env_kwargs
-        self._env: FrozenEnv | None = None
-        self._grade: dict[str, Any] | None = None
-        self._done = True
+class ToolEnv:
+    """One episode of a multi-turn id per rollout, driven by TRL's tool loop
+    (``environment_factory``); the base of every factory's class.
 
-    def reset(self, *, task_id: str, episode_seed: int, split: Split = "train", **_: Any) -> None:
-        if self._env is None:
-            self._env = make_env(self._env_id, split, self._env_kwargs)
-        self._env.reset(seed=int(episode_seed), options={"task_id": task_id, "split": split})
-        self._grade, self._done = None, False
-        return None  # the dataset prompt already holds the observation
+    TRL calls ``reset(**row)`` with an ``env_dataset`` row, exposes the subclass's public
+    methods as tools (each ``await self._call(name, arguments)``), and hands the objects to
+    the reward functions, which read ``final_grade(last_reply)``. The calls of one reply
+    (TRL gathers a reply's async tool calls together) become one env action, stepped once
+    through ``TrainingEpisode``; the first call gets the env's new message text, the
+    others "" (TRL needs one result per call). ``steps`` holds every ``StepResult`` of the
+    episode. Not thread-safe: one object per rollout, as TRL makes them. Outside TRL, call
+    a tool with ``asyncio.run(env.run_sql("SELECT 1"))``."""
 
-    def _call(self, name: str, query: str) -> str:
-        if self._env is None or self._done:
-            return "The episode is over: no more tool calls."
-        observation, _, terminated, truncated, info = self._env.step(
-            {"tool_calls": [{"name": name, "arguments": {"query": query}}]}
-        )
-        return self._after_step(observation, terminated or truncated, info)
+    #: The id this class plays when constructed without one.
+    default_env_id: ClassVar[str] = ""
+    #: The env tool names this class exposes (its tool methods, ``finish_turn`` aside).
+    tool_names: ClassVar[tuple[str, ...]] = ()
+    #: The episode's grade, stepping the last reply first while the episode is open; an
+    #: instance attribute, not a method, so TRL does not offer it as a tool.
+    final_grade: Callable[[str], dict[str, Any] | None]
 
-    def _after_step(self, observation: Sequence[Mapping[str, Any]], done: bool, info: Mapping[str, Any]) -> str:
-        if done:
-            self._done = True
-            self._grade = dict(info["grade"]) if "grade" in info else None
-            label = self._grade.get("label") if self._grade else None
-            return f"graded: {label or 'match'}"
-        return str(observation[-1]["content"])
+    def __init__(self, env_id: str | None = None, **env_kwargs: Any) -> None:
+        self.env_id = env_id or self.default_env_id
+        self.env_kwargs = env_kwargs
+        self.episode: TrainingEpisode | None = None
+        self.steps: list[StepResult] = []
+        self._pending: list[tuple[str, dict[str, Any], asyncio.Future[str]]] = []
+        self.final_grade = self._final_grade
 
-    def run_sql(self, query: str) -> str:
+    def reset(self, *, task_id: str, episode_seed: int, split: Split = "train", prompt: Any = None, **_: Any) -> None:
+        """Start the row's episode. The dataset prompt already holds the observation (it is
+        checked to be the env's), so nothing is appended to it."""
+        if self.episode is None:
+            self.episode = TrainingEpisode(self.env_id, split, **self.env_kwargs)
+        first = self.episode.start(task_id, int(episode_seed), split)
+        self.steps = []
+        self._pending = []
+        if prompt is not None and [m.get("content") for m in prompt] != [m["content"] for m in first]:
+            raise ValueError(f"the row's prompt is not {self.env_id}'s first messages for {task_id}: use env_dataset")
+        self._check_toolset(task_id)
+        return None
+
+    def _check_toolset(self, task_id: str) -> None:
+        if self.env_id in PER_TASK_TOOLS and self.episode is not None:
+            offered = _task_toolset(self.env_id, self.episode.env.task)
+            if set(offered) != set(self.tool_names):
+                raise ValueError(
+                    f"{task_id} offers the tool set {toolset_key(self.env_id, offered)}, not this class's "
+                    f"({toolset_key(self.env_id, self.tool_names)}): route rows by their environment column"
+                )
+
+    async def _call(self, name: str, arguments: Mapping[str, Any]) -> str:
+        """One tool call; the calls that arrive together (one reply's) are stepped as one action."""
+        future: asyncio.Future[str] = asyncio.get_running_loop().create_future()
+        self._pending.append((name, dict(arguments), future))
+        await asyncio.sleep(0)  # let the reply's other calls (gathered with this one) join
+        if self._pending:
+            self._flush()
+        return await future
+
+    def _flush(self) -> None:
+        pending, self._pending = self._pending, []
+        group: list[tuple[str, dict[str, Any], asyncio.Future[str]]] = []
+        for call in pending:
+            if call[0] == FINISH_TURN:  # the reply's calls so far are one reply, finish_turn the next
+                self._answer(group)
+                self._answer([call])
+                group = []
+            else:
+                group.append(call)
+        self._answer(group)
+
+    def _answer(self, group: list[tuple[str, dict[str, Any], asyncio.Future[str]]]) -> None:
+        if not group:
+            return
+        if group[0][0] == FINISH_TURN:
+            action: Action = ""  # a reply without calls: it ends the user request
+        else:
+            action = {"content": "", "tool_calls": [{"name": n, "arguments": a} for n, a, _ in group]}
+        text = self._step(action)
+        for i, (_, _, future) in enumerate(group):
+            if not future.done():
+                future.set_result(text if i == 0 else "")
+
+    def _step(self, action: Action) -> str:
+        episode = self.episode
+        if episode is None or episode.done:
+            return EPISODE_OVER
+        try:
+            result = episode.step(action)
+        except InvalidActionError as error:  # one call per reply (SQL-v0, Code-v0): the env refuses more
+            return f"Error: {error}"
+        self.steps.append(result)
+        if result.done:
+            label = result.grade.get("label") if result.grade else None
+            return f"graded: {label or 'pass'}"
+        return "\n\n".join(str(m.get("content") or "") for m in result.messages)
+
+    def _final_grade(self, last_reply: str) -> dict[str, Any] | None:
+        """The episode's grade; while it is open, ``last_reply`` is stepped as text on every
+        turn left (TRL's conversation is over). Computed once per episode."""
+        if self.episode is None:
+            return None
+        _play_to_end(self.episode, last_reply, self.steps)
+        return self.episode.grade
+
+
+class SQLToolEnv(ToolEnv):
+    """SQL-v0: ``run_sql`` and ``submit_sql`` (the env's two tools)."""
+
+    default_env_id = SQL_ID
+    tool_names = ("run_sql", "submit_sql")
+
+    async def run_sql(self, query: str) -> str:
         """Run an exploratory read-only query and see (part of) its result.
 
         Args:
             query: One SQLite SELECT statement.
-
-        Returns:
-            The query's result (cut to a few rows) or an error message.
         """
-        return self._call("run_sql", query)
+        return await self._call("run_sql", {"query": query})
 
-    def submit_sql(self, query: str) -> str:
+    async def submit_sql(self, query: str) -> str:
         """Submit the final query that answers the question. Ends the episode.
 
         Args:
             query: One SQLite SELECT statement.
-
-        Returns:
-            Whether the query was graded as a match.
         """
-        return self._call("submit_sql", query)
-
-    def final_grade(self, last_reply: str) -> dict[str, Any] | None:
-        """The episode's grade; steps ``last_reply`` as text first if the episode is still open.
-        Computed once per episode, so every reward function reads the same grade."""
-        if not self._done and self._env is not None:
-            observation, _, terminated, truncated, info = self._env.step(last_reply)
-            self._after_step(observation, terminated or truncated, info)
-        return self._grade
+        return await self._call("submit_sql", {"query": query})
 
 
-def sql_environment_factory(env_id: str = "frostgym/SQL-v0", **env_kwargs: Any) -> Callable[[], SQLToolEnv]:
-    """For ``GRPOTrainer(environment_factory=...)`` on SQL-v0 (with ``env_dataset`` rows)."""
-    if env_id not in TOOL_ENVS:
-        raise MultiTurnNotSupportedError(f"no environment factory for {env_id}; only {', '.join(TOOL_ENVS)}")
-    return lambda: SQLToolEnv(env_id, **env_kwargs)
+class CodeToolEnv(ToolEnv):
+    """Code-v0: ``run_tests`` and ``submit`` (the env's two tools; ``run_tests`` runs the
+    docstring's examples only with ``max_turns`` > 1, else it is graded as the answer)."""
+
+    default_env_id = CODE_ID
+    tool_names = ("run_tests", "submit")
+
+    async def run_tests(self, code: str) -> str:
+        """Run the code on the docstring examples and see the results (uses a turn).
+
+        Args:
+            code: The complete Python function.
+        """
+        return await self._call("run_tests", {"code": code})
+
+    async def submit(self, code: str) -> str:
+        """Submit the final code; it is graded on the hidden tests. Ends the episode.
+
+        Args:
+            code: The complete Python function.
+        """
+        return await self._call("submit", {"code": code})
+
+
+class HTTPToolEnv(ToolEnv):
+    """ToolsHTTP-v0; ``environment_factory`` makes one subclass per tool set, whose methods
+    are that set's endpoints."""
+
+    default_env_id = HTTP_ID
+
+
+class MultiTurnToolEnv(ToolEnv):
+    """ToolsMultiTurn-v0; ``environment_factory`` makes one subclass per tool set (BFCL's
+    involved classes), whose methods are their functions, plus ``finish_turn``."""
+
+    default_env_id = MULTI_TURN_ID
+
+    async def finish_turn(self) -> str:
+        # The docstring is FINISH_TURN_DESCRIPTION (set below): one line, so the schema's description is too.
+        return await self._call(FINISH_TURN, {})
+
+
+FINISH_TURN_DESCRIPTION = (
+    "End your turn on the current user request: call it when the request is done, or cannot be done "
+    "with these functions or the information you have (a reply without function calls does the same, "
+    "but ends the conversation). The result is the user's next request, or that the conversation is over."
+)
+MultiTurnToolEnv.finish_turn.__doc__ = FINISH_TURN_DESCRIPTION
+
+
+_JSON_TYPES: dict[str, Any] = {"string": str, "integer": int, "number": float, "boolean": bool, "object": dict}
+
+
+def _type_hint(schema: Mapping[str, Any]) -> Any:
+    """The Python type hint transformers' ``get_json_schema`` renders as ``schema``'s type
+    (enums as ``Literal``; nested ``properties``, bounds and defaults are not expressible)."""
+    if schema.get("enum"):
+        return Literal[tuple(schema["enum"])]
+    kind = schema.get("type")
+    if kind == "array":
+        items = schema.get("items")
+        return list[_type_hint(items)] if isinstance(items, Mapping) and items.get("type") else list  # type: ignore[misc]
+    return _JSON_TYPES.get(str(kind), Any)
+
+
+def _one_line(text: str) -> str:
+    return " ".join(str(text).split())
+
+
+def tool_method(schema: Mapping[str, Any]) -> Callable[..., Any]:
+    """An async method ``name(self, **arguments)`` that calls the env tool ``schema`` (an
+    OpenAI function tool) through ``ToolEnv._call``, with the signature, annotations and
+    Google-style docstring that make transformers' ``get_json_schema`` render that schema
+    (as closely as it can: see ``_type_hint``). The arguments reach the env as the model
+    gave them, so the env checks them as under ``gym.make``."""
+    function = schema["function"]
+    name = str(function["name"])
+    parameters = function.get("parameters") or {}
+    properties: Mapping[str, Any] = parameters.get("properties") or {}
+    required = set(parameters.get("required") or ())
+
+    async def tool(self: ToolEnv, **arguments: Any) -> str:
+        return await self._call(name, arguments)
+
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    annotations: dict[str, Any] = {}
+    lines = [_one_line(function.get("description") or name)]
+    if properties:
+        lines += ["", "Args:"]
+    for arg, prop in properties.items():
+        hint = _type_hint(prop)
+        default = inspect.Parameter.empty if arg in required else prop.get("default")
+        params.append(inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=hint))
+        annotations[arg] = hint
+        lines.append(f"    {arg}: {_one_line(prop.get('description') or arg)}")
+    tool.__name__ = tool.__qualname__ = name
+    tool.__doc__ = "\n".join(lines)
+    tool.__annotations__ = annotations
+    setattr(tool, "__signature__", inspect.Signature(params))  # noqa: B010  (mypy: no such attribute)
+    return tool
+
+
+def tool_env_class(env_id: str, schemas: Sequence[Mapping[str, Any]]) -> type[ToolEnv]:
+    """The ``ToolEnv`` subclass of ``env_id`` (ToolsHTTP-v0 or ToolsMultiTurn-v0) whose tool
+    methods are ``schemas`` (``tool_method``)."""
+    base: type[ToolEnv] = MultiTurnToolEnv if env_id == MULTI_TURN_ID else HTTPToolEnv
+    names = tuple(str(s["function"]["name"]) for s in schemas)
+    for name in names:
+        if name.startswith("_") or name in ("reset", "get_reward", FINISH_TURN) or hasattr(base, name):
+            raise FrostgymError(f"{env_id}'s tool {name!r} cannot be a tool method of {base.__name__}")
+    key = toolset_key(env_id, names)
+    namespace: dict[str, Any] = {s["function"]["name"]: tool_method(s) for s in schemas}
+    namespace.update(tool_names=names, __doc__=f"{env_id} tool set {key}: {', '.join(names)}.")
+    return type(f"{base.__name__}_{key.rsplit(':', 1)[-1]}", (base,), namespace)
+
+
+def _toolset_schemas(env_id: str, names: Sequence[str]) -> list[dict[str, Any]]:
+    if env_id == MULTI_TURN_ID:
+        from frostgym.tools.bfcl_multi_turn import tools_for
+
+        return tools_for(list(names))
+    from frostgym.tools.http.clients import tool_schemas
+
+    return tool_schemas(list(names))
+
+
+@functools.cache
+def _toolsets(env_id: str, env_kwargs_json: str) -> dict[str, type[ToolEnv]]:
+    """Every tool set the id's tasks offer (all finite splits), a class each, by key."""
+    env_kwargs = json.loads(env_kwargs_json)
+    env = make_env(env_id, "test", env_kwargs)
+    try:
+        classes: dict[str, type[ToolEnv]] = {}
+        for split in ("train", "dev", "test", "private"):
+            if not env.source.size(split):  # none, or an unbounded train split (these ids have none)
+                continue
+            for task in env.source.tasks(split):
+                names = _task_toolset(env_id, task)
+                key = toolset_key(env_id, names)
+                if key not in classes:
+                    classes[key] = tool_env_class(env_id, _toolset_schemas(env_id, names))
+        return classes
+    finally:
+        env.close()
+
+
+def environment_factory(env_id: str, **env_kwargs: Any) -> EnvironmentFactory:
+    """What to pass as ``GRPOTrainer(environment_factory=...)`` for a multi-turn id (with
+    ``env_dataset`` rows made with the same ``env_kwargs``): a factory of ``SQLToolEnv`` /
+    ``CodeToolEnv``, or for ToolsHTTP-v0 and ToolsMultiTurn-v0 a dict of factories keyed by
+    ``toolset_key``, one ``tool_env_class`` per tool set the id's tasks offer. ``ValueError``
+    for an id without tools between turns (give TRL ``reward_functions`` alone)."""
+    if env_id == SQL_ID:
+        return functools.partial(SQLToolEnv, env_id, **env_kwargs)
+    if env_id == CODE_ID:
+        return functools.partial(CodeToolEnv, env_id, **env_kwargs)
+    if env_id in PER_TASK_TOOLS:
+        classes = _toolsets(env_id, json.dumps(env_kwargs, sort_keys=True, default=repr))
+        return {key: functools.partial(cls, env_id, **env_kwargs) for key, cls in classes.items()}
+    raise ValueError(
+        f"{env_id} has no tools between turns: train it with reward_functions alone; "
+        f"environment_factory serves {', '.join(TOOL_ENVS)}"
+    )
+
+
+def sql_environment_factory(env_id: str = SQL_ID, **env_kwargs: Any) -> Callable[[], SQLToolEnv]:
+    """``environment_factory`` for SQL-v0 (kept for older code)."""
+    if env_id != SQL_ID:
+        raise ValueError(f"sql_environment_factory serves {SQL_ID}, not {env_id}: use environment_factory")
+    return cast(Callable[[], SQLToolEnv], environment_factory(env_id, **env_kwargs))
 
 
 class _Grader:
@@ -165,25 +475,21 @@ class _Grader:
         self.env_kwargs = dict(env_kwargs)
         self.local = threading.local()
 
-    def _env(self, split: Split, level: int | None) -> FrozenEnv:
-        envs: dict[tuple[str, int | None], FrozenEnv] = self.local.__dict__.setdefault("envs", {})
-        if (split, level) not in envs:
+    def _episode(self, split: Split, level: int | None) -> TrainingEpisode:
+        episodes: dict[tuple[str, int | None], TrainingEpisode] = self.local.__dict__.setdefault("episodes", {})
+        if (split, level) not in episodes:
             kwargs = self.env_kwargs if level is None else {**self.env_kwargs, "level": level}
-            envs[(split, level)] = make_env(self.env_id, split, kwargs)
-        return envs[(split, level)]
+            episodes[(split, level)] = TrainingEpisode(self.env_id, split, **kwargs)
+        return episodes[(split, level)]
 
     def grade(
         self, task_id: str, episode_seed: int, split: Split, text: str, level: int | None = None
-    ) -> dict[str, Any]:
-        env = self._env(split, level)
-        env.reset(seed=int(episode_seed), options={"task_id": task_id, "split": split})
-        _, _, _, _, info = env.step(text)
-        if "grade" not in info:
-            raise MultiTurnNotSupportedError(
-                f"{self.env_id} did not grade a single reply (it answered with feedback for another turn); "
-                "this integration grades the first reply as the final answer"
-            )
-        return dict(info["grade"])
+    ) -> dict[str, Any] | None:
+        """The grade of the episode whose every reply is ``text`` (one reply on a single-turn id)."""
+        episode = self._episode(split, level)
+        episode.start(task_id, int(episode_seed), split)
+        _play_to_end(episode, text)
+        return episode.grade
 
     def batch(self, completions: Sequence[Any], kwargs: Mapping[str, Any]) -> list[dict[str, Any] | None]:
         """Grades for a batch, computed once however many reward functions ask for it."""
@@ -199,7 +505,7 @@ class _Grader:
                 raise ValueError("the dataset needs task_id and episode_seed columns: build it with env_dataset()")
             splits = kwargs.get("split") or ["train"] * len(texts)
             levels = kwargs.get("level") or [None] * len(texts)  # a curriculum's rows name their level
-            memo: dict[tuple[str, int, str, str], dict[str, Any]] = {}
+            memo: dict[tuple[str, int, str, str], dict[str, Any] | None] = {}
             grades = []
             for task_id, seed, split, level, text in zip(
                 kwargs["task_id"], kwargs["episode_seed"], splits, levels, texts, strict=True
@@ -213,7 +519,7 @@ class _Grader:
 
 
 def _probe_components(env_id: str, env_kwargs: Mapping[str, Any]) -> list[str]:
-    """The weighted component names, read from one graded oracle reply on a dev/test task."""
+    """The weighted component names, read from the grade of an oracle episode on a dev/test task."""
     splits: tuple[Split, ...] = ("dev", "test")
     for split in splits:
         env = make_env(env_id, split, env_kwargs)
@@ -221,7 +527,11 @@ def _probe_components(env_id: str, env_kwargs: Mapping[str, Any]) -> list[str]:
             if not env.source.size(split):
                 continue
             env.reset(seed=0)
-            _, _, _, _, info = env.step(env.oracle_action())
+            info: dict[str, Any] = {}
+            for _ in range(env.max_turns):
+                _, _, terminated, truncated, info = env.step(env.oracle_action())
+                if terminated or truncated:
+                    break
             if "grade" in info:
                 return list(info["grade"]["weights"])
         finally:
@@ -238,20 +548,15 @@ def reward_functions(
     float per completion. Rows need ``task_id`` and ``episode_seed`` (see ``env_dataset``),
     and ``level`` when they come from ``curriculum_dataset``: pass its ``curriculum`` too,
     and ``frostgym_score`` records each completion's pass (score 1) at its row's level.
+    Every id works: with TRL's ``environments`` kwarg (an ``environment_factory`` run) the
+    grade is each object's ``final_grade(last reply)``; without, the completion's text is
+    stepped on a private env until its episode ends (once, on a single-turn id).
     """
     if curriculum is not None:
         env_kwargs = {**curriculum.env_kwargs, **env_kwargs}
         probe_kwargs = {**env_kwargs, "level": curriculum.curriculum.level}
     else:
         probe_kwargs = env_kwargs
-    probe = make_env(env_id, "test", probe_kwargs)
-    max_turns = probe.max_turns
-    probe.close()
-    if max_turns > 1 and env_id not in TOOL_ENVS:
-        raise MultiTurnNotSupportedError(
-            f"{env_id} is multi-turn (up to {max_turns} turns, with tool results between them); "
-            f"the TRL integration grades single replies, and wires multi-turn only for {', '.join(TOOL_ENVS)}"
-        )
     grader = _Grader(env_id, env_kwargs)
 
     def make(component: str | None) -> RewardFunc:
