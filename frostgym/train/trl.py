@@ -54,7 +54,7 @@ import inspect
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Literal, cast
+from typing import Any, ClassVar, Literal, cast, overload
 
 from frostgym.core.env import FrozenEnv
 from frostgym.core.errors import FrostgymError, InvalidActionError
@@ -441,6 +441,16 @@ def _toolsets(env_id: str, env_kwargs_json: str) -> dict[str, type[ToolEnv]]:
         env.close()
 
 
+@overload
+def environment_factory(
+    env_id: Literal["frostgym/SQL-v0", "frostgym/Code-v0"], **env_kwargs: Any
+) -> Callable[[], ToolEnv]: ...
+@overload
+def environment_factory(
+    env_id: Literal["frostgym/ToolsHTTP-v0", "frostgym/ToolsMultiTurn-v0"], **env_kwargs: Any
+) -> dict[str, Callable[[], ToolEnv]]: ...
+@overload
+def environment_factory(env_id: str, **env_kwargs: Any) -> EnvironmentFactory: ...
 def environment_factory(env_id: str, **env_kwargs: Any) -> EnvironmentFactory:
     """What to pass as ``GRPOTrainer(environment_factory=...)`` for a multi-turn id (with
     ``env_dataset`` rows made with the same ``env_kwargs``): a factory of ``SQLToolEnv`` /
@@ -464,7 +474,7 @@ def sql_environment_factory(env_id: str = SQL_ID, **env_kwargs: Any) -> Callable
     """``environment_factory`` for SQL-v0 (kept for older code)."""
     if env_id != SQL_ID:
         raise ValueError(f"sql_environment_factory serves {SQL_ID}, not {env_id}: use environment_factory")
-    return cast(Callable[[], SQLToolEnv], environment_factory(env_id, **env_kwargs))
+    return functools.partial(SQLToolEnv, env_id, **env_kwargs)
 
 
 class _Grader:

@@ -132,6 +132,38 @@ def tool_methods(env: ToolEnv) -> dict[str, Any]:
     }
 
 
+def test_a_replys_calls_are_one_env_step_and_finish_turn_the_next() -> None:
+    """Calls gathered together (TRL gathers one reply's async tools) are one env action: the
+    first gets the env's message, the rest ""; ``finish_turn`` in the same reply is the
+    next reply, whose result is the next user request."""
+    data = env_dataset(MULTI_TURN_ID, split="test", n=40, seed=0)
+    factories = environment_factory(MULTI_TURN_ID)
+    for dataset_row in data:
+        row = TaskRow(MULTI_TURN_ID, "test", dataset_row["task_id"], dataset_row["episode_seed"])
+        actions = oracle_actions(row)
+        if len(tool_calls_of(actions[0])) > 1 and len(actions) > 2:
+            break
+    else:
+        raise AssertionError("no entry whose first gold turn has several calls")
+    reference = gym.make(MULTI_TURN_ID, split="test")
+    reference.reset(seed=row.episode_seed, options={"task_id": row.task_id})
+    first, _, _, _, _ = reference.step(actions[0])
+    after_close, _, _, _, _ = reference.step(actions[1])
+    reference.close()
+    env = factories[dataset_row["environment"]]()
+    env.reset(**{k: v for k, v in dataset_row.items() if k != "environment"})
+
+    async def reply() -> list[str]:
+        calls = [getattr(env, name)(**args) for name, args in tool_calls_of(actions[0])]
+        return list(await asyncio.gather(*calls, getattr(env, FINISH_TURN)()))
+
+    results = asyncio.run(reply())
+    assert len(env.steps) == 2
+    assert results[0] == first[-1]["content"]
+    assert results[1:-1] == [""] * (len(results) - 2)
+    assert results[-1] == after_close[-1]["content"]
+
+
 #: What transformers' ``get_json_schema`` cannot say of an env's schema (the guide lists them).
 LOSSY = ("default", "minimum", "maximum", "additionalProperties")
 
@@ -374,7 +406,7 @@ def test_grpo_steps_through_the_environment_factory_on_tools_http(tmp_path: Path
     """Two GRPO steps on ToolsHTTP-v0 through TRL's tool loop: the scripted policy calls the
     task's endpoint (parsed by TRL, run by the factory object on the real env), then answers;
     the reward is that episode's gym.make grade, and TRL counts the tool calls."""
-    kwargs = {"level": 1}
+    kwargs: dict[str, Any] = {"level": 1}
     data = env_dataset(HTTP_ID, split="dev", n=6, seed=0, **kwargs)
     env = gym.make(HTTP_ID, split="dev", **kwargs)
     frozen = cast(FrozenEnv, env.unwrapped)
