@@ -16,6 +16,8 @@ EVAL_CARDS = $(EVAL_OUT)/smollm2-math $(EVAL_OUT)/smollm2-sql $(EVAL_OUT)/smollm
 
 .PHONY: install eval test test-fast lint typecheck pytest bench clean
 
+# verl's agent loop and what it imports go apart, in $(VENV)/verl-site: hydra needs ANTLR 4.9 and the
+# math grader's parser (math-verify) runs on the venv's 4.13; only verl's tests' own process puts it on its path.
 # Last, bytecode for frostgym's own modules, which an editable install leaves out: where
 # PYTHONDONTWRITEBYTECODE is set (CI), every process frostgym starts (a large card's read-back
 # process, sandbox servers, the CLI) would otherwise compile them again at each start.
@@ -27,7 +29,10 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet --no-deps bfcl-eval==2026.3.23
 	$(BIN)/python -m pip install --quiet --no-deps $(OPENENV_CLIENT)
 	$(BIN)/python -m pip install --quiet skyrl-gym==0.4.0
-	$(BIN)/python -m pip install --quiet --no-deps verl==0.9.1 tensordict==0.10.0 pyvers==0.1.0 hydra-core==1.3.8 antlr4-python3-runtime==4.9.3 codetiming==1.4.0
+	rm -rf $(VENV)/verl-site
+	$(BIN)/python -m pip install --quiet --no-deps --target $(VENV)/verl-site verl==0.9.1 tensordict==0.10.0 pyvers==0.1.0 hydra-core==1.3.8 antlr4-python3-runtime==4.9.3 codetiming==1.4.0
+	rm -rf $(VENV)/verl-site/tests $(VENV)/verl-site/scripts $(VENV)/verl-site/bin
+	$(BIN)/python -m pip install --quiet --no-deps verifiers==0.4.0 prime-pydantic-config==0.4.3 renderers==0.1.12 anthropic==2.10.0 prime-sandboxes==0.5.1 connectrpc==0.11.1 pyqwest==0.12.0 protobuf-py==0.1.1 aiofiles==25.1.0 tomli-w==1.2.0
 	$(BIN)/python -m compileall -q frostgym
 	touch $(STAMP)
 
