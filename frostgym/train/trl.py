@@ -397,13 +397,17 @@ def tool_method(schema: Mapping[str, Any]) -> Callable[..., Any]:
     return tool
 
 
+#: Names a tool method cannot have: TRL's (``reset``, ``get_reward``) and ``ToolEnv``'s own.
+_RESERVED = frozenset({"reset", "get_reward", FINISH_TURN, "steps", "episode", "env_id", "env_kwargs", "final_grade"})
+
+
 def tool_env_class(env_id: str, schemas: Sequence[Mapping[str, Any]]) -> type[ToolEnv]:
     """The ``ToolEnv`` subclass of ``env_id`` (ToolsHTTP-v0 or ToolsMultiTurn-v0) whose tool
     methods are ``schemas`` (``tool_method``)."""
     base: type[ToolEnv] = MultiTurnToolEnv if env_id == MULTI_TURN_ID else HTTPToolEnv
     names = tuple(str(s["function"]["name"]) for s in schemas)
     for name in names:
-        if name.startswith("_") or name in ("reset", "get_reward", FINISH_TURN) or hasattr(base, name):
+        if name.startswith("_") or name in _RESERVED or hasattr(base, name):
             raise FrostgymError(f"{env_id}'s tool {name!r} cannot be a tool method of {base.__name__}")
     key = toolset_key(env_id, names)
     namespace: dict[str, Any] = {s["function"]["name"]: tool_method(s) for s in schemas}
