@@ -237,13 +237,14 @@ def load_environment(
     model: str | None = None,
     base_url: str | None = None,
     api_key_var: str | None = None,
-    max_turns: int | None = None,
+    player_max_turns: int | None = None,
     **env_kwargs: Any,
 ) -> FrostgymEnv:
     """The verifiers env over ``n`` tasks of ``env_id``'s ``split`` (the plan's, for
     ``seed``); ``level`` and ``env_kwargs`` are the env's arguments. ``model``,
     ``base_url`` and ``api_key_var`` pin the player's endpoint (else verifiers' defaults,
-    or what the run's ``ModelContext`` gives); ``max_turns`` caps the player's turns."""
+    or what the run's ``ModelContext`` gives); ``player_max_turns`` is the trainer's cap on
+    the player's turns (verifiers' ``max_turns``; an env's own ``max_turns`` is an env argument)."""
     kwargs = dict(env_kwargs)
     if level is not None:
         kwargs["level"] = level
@@ -259,8 +260,8 @@ def load_environment(
         if api_key_var is not None:
             client["api_key_var"] = api_key_var
         agent["client"] = client
-    if max_turns is not None:
-        agent["max_turns"] = max_turns
+    if player_max_turns is not None:
+        agent["max_turns"] = player_max_turns
     config = vf.resolve_env_config(
         {
             "taskset": {"id": PLUGIN_ID, "env": env_id, "split": split, "n": n, "seed": seed, "env_kwargs": kwargs},

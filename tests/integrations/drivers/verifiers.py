@@ -73,16 +73,13 @@ class Scripted:
         return 200, payload, {}
 
 
-def play(row: TaskRow, actions: list[Action]) -> Played:
+def rollout(env: Any, task: Any, actions: list[Action]) -> tuple[Any, list[dict[str, Any]]]:
+    """One real rollout of ``task`` on ``env`` against a loopback server answering ``actions``
+    in order: the verifiers episode and every request body the model was sent."""
     import verifiers.v1 as vf
-
-    from frostgym.integrations.verifiers import GRADE_KEY, load_environment
 
     os.environ.setdefault(KEY_VAR, "test")
     with ChatServer(Scripted(actions)) as server:
-        env = load_environment(row.env_id, split=row.split, n=PLAN_N, seed=PLAN_SEED)
-        (task,) = list(env.taskset.include(ids=[f"{row.env_id}:{row.task_id}"]))
-        assert task.data.info["episode_seed"] == row.episode_seed
         ctx = vf.ModelContext(
             model="scripted", client=vf.EvalClientConfig(base_url=server.base_url, api_key_var=KEY_VAR)
         )
@@ -92,7 +89,17 @@ def play(row: TaskRow, actions: list[Action]) -> Played:
                 return await env.run_episode(task, ctx)
 
         episode = asyncio.run(run())
-        bodies = [b["messages"] for b in server.bodies]
+        return episode, list(server.bodies)
+
+
+def play(row: TaskRow, actions: list[Action]) -> Played:
+    from frostgym.integrations.verifiers import GRADE_KEY, load_environment
+
+    env = load_environment(row.env_id, split=row.split, n=PLAN_N, seed=PLAN_SEED)
+    (task,) = list(env.taskset.include(ids=[f"{row.env_id}:{row.task_id}"]))
+    assert task.data.info["episode_seed"] == row.episode_seed
+    episode, sent = rollout(env, task, actions)
+    bodies = [b["messages"] for b in sent]
     assert episode.ok, episode.errors
     (trace,) = episode.traces
     first = messages_text(bodies[0])
