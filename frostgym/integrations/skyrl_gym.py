@@ -40,12 +40,17 @@ same observations, same grade), so this module only translates: each call goes t
   last turn is graded as the final answer: the ``gym.make(id, max_turns=k)`` episode);
   where it is not, the id's own limit ends the episode. A trajectory SkyRL stops on length
   (context full) is never graded: reward 0, ``score`` 0 in its metrics.
+- Envs: SkyRL makes one env object per trajectory; the frozen env behind it is made once
+  per (id, split, env arguments) in a process and lent to one ``FrozenTextEnv`` at a time
+  (``close`` gives it back; ``init`` resets it on the row's task), so a trajectory costs no
+  env construction.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -120,7 +125,7 @@ class FrozenTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl-gym ships no ty
         self.episode_seed = int(sample["episode_seed"])
         self.split: Split = cast(Split, str(sample.get("split") or config.get("split") or "train"))
         env_kwargs = {**_kwargs(config.get("env_kwargs")), **_kwargs(sample.get("env_kwargs"))}
-        self.episode = TrainingEpisode(self.env_id, self.split, **env_kwargs)
+        self.episode = _POOL.borrow(self.env_id, self.split, env_kwargs)
         cap = extras.get("max_turns")
         if cap is not None and 1 <= int(cap) < self.episode.max_turns:
             _warn_once(
@@ -131,8 +136,9 @@ class FrozenTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl-gym ships no ty
                 int(cap),
                 int(cap),
             )
-            self.episode.close()
-            self.episode = TrainingEpisode(self.env_id, self.split, **{**env_kwargs, "max_turns": int(cap)})
+            _POOL.give_back(self.episode)
+            self.episode = _POOL.borrow(self.env_id, self.split, {**env_kwargs, "max_turns": int(cap)})
+        self._lent = True
         self.max_turns = self.episode.max_turns
         self.turns = 0
 
@@ -181,7 +187,42 @@ class FrozenTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl-gym ships no ty
         return {**grade_metrics(self.episode.grade), "turns": float(self.turns)}
 
     def close(self) -> None:
-        self.episode.close()
+        """Hand the frozen env back to the process's pool (the next trajectory resets it)."""
+        if self._lent:
+            self._lent = False
+            _POOL.give_back(self.episode)
+
+
+class _EpisodePool:
+    """Frozen envs made once per (id, split, env arguments) in a process and lent to one
+    ``FrozenTextEnv`` at a time. SkyRL makes an env object per trajectory (and runs their
+    calls on worker threads); making a frozen env each time would cost more than a step of
+    the cheap ids, and a reset on the task makes a lent env's episode the same as a new
+    env's (episodes are a pure function of the task and seed)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: dict[str, list[TrainingEpisode]] = {}
+
+    @staticmethod
+    def _key(env_id: str, split: str, env_kwargs: Mapping[str, Any]) -> str:
+        return json.dumps([env_id, split, dict(env_kwargs)], sort_keys=True, default=repr)
+
+    def borrow(self, env_id: str, split: Split, env_kwargs: Mapping[str, Any]) -> TrainingEpisode:
+        key = self._key(env_id, split, env_kwargs)
+        with self._lock:
+            idle = self._idle.get(key)
+            if idle:
+                return idle.pop()
+        return TrainingEpisode(env_id, split, **env_kwargs)
+
+    def give_back(self, episode: TrainingEpisode) -> None:
+        key = self._key(episode.env_id, episode.split, episode.env_kwargs)
+        with self._lock:
+            self._idle.setdefault(key, []).append(episode)
+
+
+_POOL = _EpisodePool()
 
 
 def to_skyrl_messages(messages: Sequence[Mapping[str, Any]]) -> list[SkyRLMessage]:

@@ -179,3 +179,28 @@ def test_write_refuses_another_format(tmp_path: Path) -> None:
 def test_task_row_of_round_trips() -> None:
     row = TaskRow("frostgym/Math-v0", "dev", "gsm_symbolic/dev/1", 7)
     assert task_row_of({"extra_info": {**row.to_dict(), "env_kwargs": "{}"}}) == row
+
+
+def test_frozen_envs_are_lent_one_trajectory_at_a_time_and_reused() -> None:
+    register_skyrl_envs()
+    row_a, row_b = task_rows("frostgym/SQL-v0", split="dev", n=2, seed=5)
+    extras_a, extras_b = extras_of(skyrl_row(row_a)), extras_of(skyrl_row(row_b))
+    first = skyrl_gym.make(row_a.env_id, env_config={}, extras=extras_a)
+    second = skyrl_gym.make(row_b.env_id, env_config={}, extras=extras_b)
+    assert first.episode is not second.episode  # open at once: two envs
+    first.init(None)
+    second.init(None)
+    first.step(JUNK)
+    second.step(JUNK)
+    lent = second.episode
+    second.close()
+    second.close()  # a second close gives nothing back twice
+    again = skyrl_gym.make(row_b.env_id, env_config={}, extras=extras_b)
+    assert again.episode is lent
+    fresh = TrainingEpisode(row_b.env_id, row_b.split)
+    assert messages_text(again.init(None)[0]) == messages_text(fresh.start(row_b.task_id, row_b.episode_seed))
+    assert messages_text(again.step(JUNK)["observations"]) == messages_text(fresh.step(JUNK).messages)
+    third = skyrl_gym.make(row_b.env_id, env_config={}, extras=extras_b)
+    assert third.episode is not again.episode
+    for env in (first, again, third):
+        env.close()
