@@ -51,6 +51,7 @@ __all__ = [
     "FrostgymTaskset",
     "FrostgymTasksetConfig",
     "load_environment",
+    "vf_eval",
 ]
 
 #: The id verifiers' loaders resolve this module by (taskset and harness alike). They import
@@ -271,3 +272,13 @@ def load_environment(
     env = vf.load_environment(config)
     assert isinstance(env, FrostgymEnv)
     return env
+
+
+def vf_eval(argv: list[str] | None = None) -> None:
+    """verifiers' ``vf-eval`` with this module's plugin id registered (a bare ``vf-eval
+    frostgym`` would import the top-level ``frostgym`` package, which exports no taskset):
+    ``python -c "from frostgym.integrations.verifiers import vf_eval; vf_eval()" frostgym ...``.
+    The CLI also needs ``prime-runs``, ``prime-traces`` and ``loguru`` (see docs/trainers/verifiers.md)."""
+    from verifiers.v1.cli.eval.main import main  # type: ignore[import-untyped,unused-ignore]
+
+    main(argv)
