@@ -4,29 +4,32 @@ What: ``load_environment(env_id, ...)`` returns a real ``verifiers.v1.Env`` whos
 the plan's tasks (``task_rows``: the task ids and seeds of a ``frostgym eval`` plan), whose
 episodes step the frozen env, and whose scoring is frostgym's grade. This module is also a
 verifiers plugin: its ``__all__`` exports the ``Taskset``, ``Env`` and ``Harness`` that
-verifiers' loaders resolve by the id ``frostgym.integrations.verifiers`` (what ``vf-eval``
-and prime-rl are handed as ``--env.taskset.id``).
+verifiers' loaders resolve by the taskset id ``frostgym`` (``PLUGIN_ID``; what ``vf-eval``,
+through ``vf_eval``, and prime-rl are handed as ``--env.taskset.id``).
 
 Why this shape: verifiers 0.4.0 runs every model call through its interception server and
 drives multi-turn exchanges from the env's ``run()`` (``agents.player.interaction(task)``),
 the caller being the run's user, as its bundled TextArena and OpenEnv envs do. Here the
 frozen env is that user: each assistant reply is stepped through one
-``frostgym.train.session.TrainingEpisode`` (made per episode, kept on the episode's
-``run()``), and what the step added (tool results, SQL results, feedback, the next user
-turn) is the next turn; the episode's end ends the exchange. The harness (``FrostgymHarness``)
-is an in-process chat loop, one model call per segment through the interception endpoint,
-offering the env's tools (OpenAI function schemas) on every call, so no program is
-installed in a sandbox and the trace records exactly the calls the model answered.
+``frostgym.train.session.TrainingEpisode`` (held by the episode's ``run()`` for the whole
+episode, then reused by a later one: an env is made per concurrent episode), and what the
+step added (tool results, SQL results, feedback, the next user turn) is the next turn; the
+episode's end ends the exchange. The harness (``FrostgymHarness``) is an in-process chat
+loop, one model call per segment through the interception endpoint, offering the env's
+tools (OpenAI function schemas) on every call, so no program is installed in a sandbox and
+the trace records exactly the calls the model answered.
 
-Scoring (the rubric): the task's ``@vf.reward`` ``score`` is the grade's score and each
-component is a ``@vf.metric`` (``grade_metrics``). When the trainer's turn limit (or a
-``@stop``) ends the exchange before the env ended the episode, every reply the model gave
-has already been stepped, so there is no answer left to grade: the score is 0 (and the
-metric ``ended`` is 0), never ``finish(last_reply)``, which would step a reply twice.
+Scoring (the rubric): the task's ``@vf.reward`` ``frostgym_score`` is the grade's score and
+each component is a metric (``grade_metrics``), with ``ended`` (whether the env ended the
+episode). When the trainer's turn limit (or a token cap, a ``@stop``) ends the exchange
+before the env ended the episode, every reply the model gave has already been stepped, so
+there is no answer left to grade: the score is 0 (``ended`` 0), never
+``finish(last_reply)``, which would step a reply twice.
 """
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
@@ -185,11 +188,37 @@ class FrostgymEnvConfig(vf.EnvConfig):  # type: ignore[misc]
 
 
 class FrostgymEnv(vf.Env[FrostgymEnvConfig]):  # type: ignore[misc]
-    """One frostgym episode per verifiers episode: the frozen env plays the user."""
+    """One frostgym episode per verifiers episode: the frozen env plays the user.
+
+    Each episode borrows a ``TrainingEpisode`` for its whole ``run`` (an idle one, else a new
+    one: concurrent episodes never share one) and gives it back when it ends, so an env is
+    made once per concurrent episode, not once per episode; ``stop`` closes them."""
+
+    def __init__(self, config: FrostgymEnvConfig) -> None:
+        super().__init__(config)
+        self._idle: dict[str, list[TrainingEpisode]] = {}
+
+    def borrow(self, info: Mapping[str, Any]) -> TrainingEpisode:
+        """An idle ``TrainingEpisode`` for ``info``'s env, split and arguments, or a new one."""
+        key = _episode_key(info)
+        idle = self._idle.get(key)
+        if idle:
+            return idle.pop()
+        return TrainingEpisode(info["env_id"], info["split"], **info.get("env_kwargs", {}))
+
+    def give_back(self, episode: TrainingEpisode) -> None:
+        info = {"env_id": episode.env_id, "split": episode.split, "env_kwargs": episode.env_kwargs}
+        self._idle.setdefault(_episode_key(info), []).append(episode)
+
+    async def stop(self) -> None:
+        idle, self._idle = self._idle, {}
+        for episodes in idle.values():
+            for episode in episodes:
+                episode.close()
 
     async def run(self, task: vf.Task, agents: vf.Agents) -> None:
         info = task.data.info
-        episode = TrainingEpisode(info["env_id"], info["split"], **info.get("env_kwargs", {}))
+        episode = self.borrow(info)
         try:
             episode.start(info["task_id"], int(info["episode_seed"]))
             async with agents.player.interaction(task) as interaction:
@@ -205,14 +234,22 @@ class FrostgymEnv(vf.Env[FrostgymEnvConfig]):  # type: ignore[misc]
                 # Set before the context closes: scoring runs as it closes.
                 trace.info[GRADE_KEY] = episode.grade
                 trace.info["frostgym_turns"] = episode.turns
-        finally:
-            episode.close()
+        except BaseException:
+            episode.close()  # in an unknown state: not reused
+            raise
+        self.give_back(episode)
+
+
+def _episode_key(info: Mapping[str, Any]) -> str:
+    return json.dumps([info["env_id"], info["split"], info.get("env_kwargs", {})], sort_keys=True, default=str)
 
 
 def last_assistant(messages: list[Any]) -> dict[str, Any]:
     """The segment's last assistant message as a wire dict (``tool_calls`` in OpenAI's form)."""
     for message in reversed(messages):
         if isinstance(message, vf.AssistantMessage):
+            if not message.tool_calls:  # the common case, without the wire round trip
+                return {"role": "assistant", "content": message.content or ""}
             wire: dict[str, Any] = message_to_wire(message)
             return wire
     return {"role": "assistant", "content": ""}

@@ -4,6 +4,8 @@ tools reach the model, and an exchange the trainer's turn limit ends scores 0.""
 
 from __future__ import annotations
 
+import asyncio
+import os
 from typing import Any
 
 import pytest
@@ -14,7 +16,8 @@ from tests.integrations.reference import JUNK, oracle_actions
 pytest.importorskip("verifiers", reason="verifiers is not installed (make install installs it)")
 
 from frostgym.integrations.verifiers import GRADE_KEY, FrostgymEnv, load_environment
-from tests.integrations.drivers.verifiers import rollout
+from tests.chat_server import ChatServer
+from tests.integrations.drivers.verifiers import KEY_VAR, Scripted, rollout
 
 WRONG_CODE = "```python\ndef wrong():\n    return None\n```"
 #: A structured ``run_tests`` call: a multi-turn Code-v0 episode goes on after it.
@@ -108,3 +111,26 @@ def test_code_with_several_turns_plays_until_the_env_ends() -> None:
     # results were the second request's new turn.
     assert bodies[1]["messages"][len(bodies[0]["messages"])]["tool_calls"][0]["function"]["name"] == "run_tests"
     assert len(bodies[1]["messages"]) > len(bodies[0]["messages"]) + 1
+
+
+def test_episodes_one_after_another_reuse_one_frozen_env() -> None:
+    import verifiers.v1 as vf
+
+    env = load_environment("frostgym/Math-v0", split="dev", n=2, seed=0)
+    rows = task_rows("frostgym/Math-v0", split="dev", n=2, seed=0)
+    actions = [a for row in rows for a in oracle_actions(row)]
+    os.environ.setdefault(KEY_VAR, "test")
+    with ChatServer(Scripted(actions)) as server:
+        ctx = vf.ModelContext(
+            model="scripted", client=vf.EvalClientConfig(base_url=server.base_url, api_key_var=KEY_VAR)
+        )
+
+        async def run() -> list[Any]:
+            async with env.serving():
+                episodes = [await env.run_episode(task, ctx) for task in tasks(env)]
+                assert [len(idle) for idle in env._idle.values()] == [1]
+                return episodes
+
+        episodes = asyncio.run(run())
+    assert [e.traces[0].reward for e in episodes] == [1.0, 1.0]
+    assert env._idle == {}  # closed when serving ends
