@@ -9,6 +9,8 @@ model would produce, computed once) are played, interleaved, by each side:
 2. one line per adapter, the episode as its trainer plays it: ``skyrl_gym`` makes a
    ``FrozenTextEnv`` through ``skyrl_gym.make`` with the row's extras, ``init``, then
    ``step(text)`` (SkyRL's generator makes one env per trajectory).
+   ``verifiers`` takes each step as ``FrostgymEnv.run`` does, less the model call and
+   verifiers' turn machinery (``play_verifiers``).
 
 Only the steps are timed (``perf_counter`` around each call, summed); the per-episode
 figure (make + reset/init + steps) is printed beside it. Each side runs ``--repeats`` times
@@ -24,6 +26,7 @@ Run from the repository root: ``python benchmarks/adapter_overhead.py [--tasks 1
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
 import statistics
 import time
@@ -110,9 +113,43 @@ def play_skyrl_gym(env_id: str, episodes: list[Episode]) -> Timing:
     return stepping, total, steps
 
 
+def play_verifiers(env_id: str, episodes: list[Episode]) -> Timing:
+    """Each step as ``FrostgymEnv.run`` takes it (verifiers 0.4.0), less the model call and
+    verifiers' own turn machinery: the segment's assistant message to an action
+    (``last_assistant``, ``assistant_action``), ``TrainingEpisode.step``, and the added
+    messages back to verifiers messages for the next turn; each episode borrows its
+    ``TrainingEpisode`` from the env and gives it back, as ``run`` does."""
+    import verifiers.v1 as vf
+
+    from frostgym.integrations.verifiers import last_assistant, load_environment, vf_message
+    from frostgym.train.session import assistant_action
+
+    env = load_environment(env_id, split="dev", n=len(episodes), seed=0)
+    info = {"env_id": env_id, "split": "dev", "env_kwargs": {}}
+    replies = [[[vf.AssistantMessage(content=text)] for text in episode.actions] for episode in episodes]
+    stepping = total = 0.0
+    steps = 0
+    for episode, segments in zip(episodes, replies, strict=True):
+        began = time.perf_counter()
+        frozen = env.borrow(info)
+        frozen.start(episode.row.task_id, episode.row.episode_seed)
+        for segment in segments:
+            t = time.perf_counter()
+            result = frozen.step(assistant_action(last_assistant(segment)))
+            if not result.done:
+                _ = [vf_message(m) for m in result.messages]
+            stepping += time.perf_counter() - t
+            steps += 1
+        env.give_back(frozen)
+        total += time.perf_counter() - began
+    asyncio.run(env.stop())  # closes the frozen envs it lent
+    return stepping, total, steps
+
+
 #: One entry per adapter: plays the episodes as its trainer does.
 ADAPTERS: dict[str, Callable[[str, list[Episode]], Timing]] = {
     "skyrl_gym": play_skyrl_gym,
+    "verifiers": play_verifiers,
 }
 
 
