@@ -146,10 +146,60 @@ def play_verifiers(env_id: str, episodes: list[Episode]) -> Timing:
     return stepping, total, steps
 
 
+def play_trl(env_id: str, episodes: list[Episode]) -> Timing:
+    """Each episode as TRL's ``GRPOTrainer`` plays it through ``frostgym.train.trl``. A
+    single-turn id: the score reward function on one batch of every episode's reply (it
+    resets an env per completion, so compare its *episode* ratio). An id with an
+    ``environment_factory``: the factory object's ``reset(**row)``, then per reply its tool
+    methods, gathered on one event loop as TRL's tool loop runs them (the calls parsed
+    before timing: TRL's own parser does that), or, for a reply without calls, the score
+    reward function reading ``final_grade`` from the object."""
+    import asyncio
+
+    from frostgym.tools.calls import parse_reply
+    from frostgym.train.trl import TOOL_ENVS, environment_factory, reward_functions, rows_dataset
+
+    score = reward_functions(env_id)[-1]
+    data = [dict(row) for row in rows_dataset([episode.row for episode in episodes])]
+    columns = {key: [row[key] for row in data] for key in ("task_id", "episode_seed", "split")}
+    if env_id not in TOOL_ENVS:
+        completions = [[{"role": "assistant", "content": episode.actions[0]}] for episode in episodes]
+        prompts = [row["prompt"] for row in data]
+        began = time.perf_counter()
+        score(prompts=prompts, completions=completions, **columns)
+        took = time.perf_counter() - began
+        return took, took, len(episodes)
+    factory = environment_factory(env_id)
+    loop = asyncio.new_event_loop()
+    stepping = total = 0.0
+    steps = 0
+    for episode, row in zip(episodes, data, strict=True):
+        calls = [[(c.name, dict(c.arguments)) for c in parse_reply(text).calls] for text in episode.actions]
+        one = {key: [row[key]] for key in columns}
+        began = time.perf_counter()
+        env = (factory[row["environment"]] if isinstance(factory, dict) else factory)()
+        env.reset(**{k: v for k, v in row.items() if k != "environment"})
+        for text, reply_calls in zip(episode.actions, calls, strict=True):
+            t = time.perf_counter()
+            if reply_calls:
+                methods = [getattr(env, name) for name, _ in reply_calls]
+                gathered = asyncio.gather(*(m(**args) for m, (_, args) in zip(methods, reply_calls, strict=True)))
+                loop.run_until_complete(gathered)
+            else:
+                completion = [[{"role": "assistant", "content": text}]]
+                score(prompts=[row["prompt"]], completions=completion, environments=[env], **one)
+            stepping += time.perf_counter() - t
+            steps += 1
+        total += time.perf_counter() - began
+    loop.close()
+    return stepping, total, steps
+
+
 #: One entry per adapter: plays the episodes as its trainer does.
 ADAPTERS: dict[str, Callable[[str, list[Episode]], Timing]] = {
     "skyrl_gym": play_skyrl_gym,
     "verifiers": play_verifiers,
+    "trl": play_trl,
 }
 
 
