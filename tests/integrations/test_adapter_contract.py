@@ -5,6 +5,8 @@ For two tasks of each id (``reference.cases``), the oracle's actions and a junk 
 played through each adapter's driver (``tests/integrations/drivers/<adapter>.py``: the
 adapter driven by its trainer's own package) must show the agent the same messages (as
 text) and end with the same grade (score and failure label) as through ``gym.make``.
+verl's driver is held to the same check in ``verl_suite.py``, in a process of its own
+(``test_verl_adapter.py``: verl's packages are installed apart from the venv's).
 """
 
 from __future__ import annotations
