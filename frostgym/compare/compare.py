@@ -34,7 +34,8 @@ from frostgym.cards.views import RULE_NAMES, Rule, default_ks
 from frostgym.compare.costs import COST_METRICS, CostDelta, cost_deltas
 from frostgym.compare.diagnostics import DIAGNOSTIC_METRICS, Diagnostics, diagnose, task_diversity
 from frostgym.compare.facts import EpisodeFacts, IntArray, TaskKey
-from frostgym.compare.gates import Decision, Gate, GateResult, Measure, SliceName, judge
+from frostgym.compare.gates import Decision, Gate, GateResult, Measure, OwnInterval, SliceName, judge
+from frostgym.compare.intervals import OwnSums, cost_sums
 from frostgym.compare.parallel import read_both
 from frostgym.compare.private_gap import PrivateGap, private_gaps
 from frostgym.compare.reading import CardFacts, plan_difference
@@ -90,6 +91,8 @@ class Comparison:
     private_gaps: tuple[PrivateGap, ...] = ()
     decision: Decision | None = None
     gates: tuple[GateResult, ...] = ()
+    #: The candidate's per-task sums, for its own intervals (``cand_interval``); not in the JSON.
+    own_sums: OwnSums | None = field(default=None, repr=False, compare=False)
     _index: dict[tuple[str, str, str, str], ViewDelta] = field(
         default_factory=dict, init=False, repr=False, compare=False
     )
@@ -111,7 +114,7 @@ class Comparison:
         env whose cards hold both test and private episodes."""
         found = self.view(metric, slice_name, key, rule)
         if found is not None:
-            return Measure(found.base, found.cand, found.delta, found.ci_low, found.ci_high)
+            return Measure(found.base, found.cand, found.delta, found.ci_low, found.ci_high, found.too_small)
         label = _slice_label(slice_name, key)
         if metric == "private_gap":  # per env: test minus private mean reward, and its change
             for gap in self.private_gaps:
@@ -131,6 +134,17 @@ class Comparison:
             b, c = base.value(metric), cand.value(metric)
             return Measure(b, c, None if b is None or c is None else c - b)
         return None
+
+    def cand_interval(self, metric: str, slice_name: SliceName, key: str, rule: Rule) -> OwnInterval | str:
+        """The candidate's own 95% interval for a view or a cost of one slice
+        (``frostgym.compare.intervals``), or why there is none."""
+        own = self.own_sums
+        if own is None:
+            return "this comparison holds no per-task sums"
+        rows = own.rows(slice_name, key)
+        if rows is None:
+            return f"no slice {_slice_label(slice_name, key)}"
+        return own.interval(metric, rule, rows, task_set_seed([own.tasks[i] for i in rows.tolist()]))
 
     def with_gates(self, gates: Sequence[Gate]) -> Comparison:
         """This comparison with every gate judged and the decision made."""
@@ -257,6 +271,13 @@ def _compare(base: CardFacts, cand: CardFacts, overlap: bool) -> Comparison:
         },
         slices={kind: tuple(sorted(key for k, key in members if k == kind)) for kind in SLICE_KINDS},
         private_gaps=tuple(private_gaps(b, c)),
+        own_sums=OwnSums(
+            tasks=tuple(tasks),
+            views=tuple(views),
+            view_sums=matrix[:, :, :, 2:4].copy(),
+            costs=cost_sums(c, cand_row, len(tasks)),
+            members={slice_id: np.array(sorted(rows), dtype=np.int64) for slice_id, rows in members.items()},
+        ),
     )
 
 

@@ -4,16 +4,33 @@ Why a file and not flags: a release rule is reviewed and versioned beside the tr
 code, and CI applies the same file to every checkpoint. Every gate names one metric, the
 slice it looks at, and one threshold; its kind follows from the threshold it sets:
 
-- ``min`` / ``max``: absolute, on the candidate's value (a view, a cost or a diagnostic);
-- ``max_drop``: a regression against the baseline, on the paired delta of a view. Judged on
-  the point estimate; with ``significant = true`` it fails only when the whole paired
-  interval lies below ``-max_drop`` (the drop is real, not noise);
-- ``max_increase``: a cost ratio, ``cand / base - 1`` at most this (0.3 is +30%).
+- ``min`` / ``max``: absolute, on the candidate's value (a view, a cost or a diagnostic),
+  judged on the point estimate. With ``significant = true`` they are judged on the
+  candidate's own 95% interval (``frostgym.compare.intervals``: Wilson's for a rate view
+  whose every task is 0 or 1, else the bootstrap clustered by task): ``min`` passes only
+  when the lower bound is at least ``min``, ``max`` only when the upper bound is at most
+  ``max``. Views and costs have that interval; a diagnostic or ``private_gap`` does not, and
+  its significant gate fails saying so;
+- ``max_drop``: a regression against the baseline, on the paired delta. Judged on the point
+  estimate (``delta >= -max_drop``); with ``significant = true`` it fails only when the whole
+  paired interval lies below ``-max_drop`` (the drop is real, not noise);
+- ``min_gain``: an improvement over the baseline, on the paired delta: the point estimate at
+  least ``min_gain`` (0 or more); with ``significant = true`` the paired interval's lower bound
+  at least ``min_gain`` (the whole interval at or above it: the gain is real);
+- ``max_increase``: a cost ratio, ``cand / base - 1`` at most this (0.3 is +30%), on the
+  point estimates.
+
+Where confidence is needed to *pass* (``min_gain``, ``min`` or ``max``, each with ``significant``),
+a bootstrap interval over fewer than ``views.MIN_TASKS`` tasks is no claim (a percentile
+bootstrap over so few clusters undercovers), so the gate fails; ``max_drop`` needs confidence
+to *fail* and keeps judging such an interval. Every verdict carries the interval it was judged
+on (``GateResult.interval``; none for a point-estimate gate).
 
 ``per = "env" | "difficulty" | "tag"`` applies a gate to every member of that slice (one
-verdict each, named ``NAME [member]``); ``env = ID`` looks at one env. A metric or slice the
-comparison does not have fails its gate with the reason in ``detail``: a release rule that
-silently passes on missing data is worse than none.
+verdict each, named ``NAME [member]``); ``env = ID`` looks at one env. A metric, slice or
+interval the comparison does not have fails its gate with the reason in ``detail``: a release
+rule that silently passes on missing data is worse than none. A negative ``min_gain`` is
+refused (a tolerated drop is ``max_drop``'s), as is ``significant`` on ``max_increase``.
 """
 
 from __future__ import annotations
@@ -28,11 +45,20 @@ from typing import Any, Literal, Protocol
 from frostgym.cards.views import RULE_NAMES, Rule
 from frostgym.core.errors import GateFileError
 
-GateKind = Literal["absolute", "regression", "cost"]
+GateKind = Literal["absolute", "regression", "gain", "cost"]
 SliceName = Literal["overall", "env", "difficulty", "tag"]
 PER_VALUES: tuple[str, ...] = ("env", "difficulty", "tag")
 Decision = Literal["promote", "block"]
-_THRESHOLDS = ("min", "max", "max_drop", "max_increase")
+_THRESHOLDS = ("min", "max", "max_drop", "min_gain", "max_increase")
+_KIND: Mapping[str, GateKind] = {
+    "min": "absolute",
+    "max": "absolute",
+    "max_drop": "regression",
+    "min_gain": "gain",
+    "max_increase": "cost",
+}
+#: How each interval a verdict can be judged on is named in its output.
+PAIRED = "paired bootstrap"
 _KEYS = frozenset({"name", "metric", "env", "per", "rule", "significant", *_THRESHOLDS})
 
 
@@ -62,6 +88,19 @@ class Measure:
     delta: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
+    #: Fewer tasks than ``views.MIN_TASKS`` behind the paired interval: it is no claim.
+    too_small: bool = False
+
+
+@dataclass(frozen=True)
+class OwnInterval:
+    """The candidate's own 95% interval for a metric of one slice, how it was drawn
+    (``"Wilson"`` or ``"bootstrap by task"``) and over how many tasks."""
+
+    low: float
+    high: float
+    method: str
+    tasks: int
 
 
 class Measured(Protocol):
@@ -73,6 +112,11 @@ class Measured(Protocol):
 
     def slice_keys(self, slice_name: SliceName) -> Sequence[str]:
         """The members of a slice both cards have, in a fixed order."""
+        ...
+
+    def cand_interval(self, metric: str, slice_name: SliceName, key: str, rule: Rule) -> OwnInterval | str:
+        """The candidate's own 95% interval for the metric on one slice member, or why
+        there is none (one line)."""
         ...
 
 
@@ -88,6 +132,22 @@ class GateResult:
     threshold: float
     passed: bool
     detail: str
+    #: Whether the gate was judged on an interval (``significant = true``).
+    significant: bool = False
+    #: The 95% interval it was judged on, None for a point estimate or where there is none.
+    interval: tuple[float, float] | None = None
+    #: How that interval was drawn: ``"paired bootstrap"`` (of the delta), ``"Wilson"`` or
+    #: ``"bootstrap by task"`` (of the candidate's value).
+    interval_method: str | None = None
+
+    def interval_text(self) -> str:
+        """The interval as the gates table prints it beside the verdict: ``[low, high]
+        method``, ``point`` for a point-estimate gate, ``none`` where it had none."""
+        if self.interval is None:
+            return "none" if self.significant else "point"
+        low, high = self.interval
+        signed = "+" if self.kind in ("regression", "gain") else ""
+        return f"[{low:{signed}.3f}, {high:{signed}.3f}] {self.interval_method}"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -99,6 +159,10 @@ class GateResult:
             "threshold": self.threshold,
             "passed": self.passed,
             "detail": self.detail,
+            "significant": self.significant,
+            "interval": None
+            if self.interval is None
+            else {"low": self.interval[0], "high": self.interval[1], "method": self.interval_method},
         }
 
 
@@ -149,8 +213,9 @@ def _gate(table: Any, where: str) -> Gate:
     threshold = table[given[0]]
     if isinstance(threshold, bool) or not isinstance(threshold, (int, float)) or not math.isfinite(threshold):
         raise GateFileError(f"{where}: {given[0]} must be a finite number, got {threshold!r}")
-    if given[0] in ("max_drop", "max_increase") and threshold < 0:
-        raise GateFileError(f"{where}: {given[0]} must be >= 0, got {threshold!r}")
+    if given[0] in ("max_drop", "min_gain", "max_increase") and threshold < 0:
+        hint = " (a tolerated drop is max_drop's)" if given[0] == "min_gain" else ""
+        raise GateFileError(f"{where}: {given[0]} must be >= 0, got {threshold!r}{hint}")
     env, per = table.get("env"), table.get("per")
     if env is not None and not isinstance(env, str):
         raise GateFileError(f"{where}: 'env' must be an env id string")
@@ -164,9 +229,9 @@ def _gate(table: Any, where: str) -> Gate:
     significant = table.get("significant", False)
     if not isinstance(significant, bool):
         raise GateFileError(f"{where}: 'significant' must be true or false")
-    kind: GateKind = {"min": "absolute", "max": "absolute", "max_drop": "regression", "max_increase": "cost"}[given[0]]  # type: ignore[assignment]
-    if significant and kind != "regression":
-        raise GateFileError(f"{where}: 'significant' applies to max_drop gates only")
+    kind = _KIND[given[0]]
+    if significant and kind == "cost":
+        raise GateFileError(f"{where}: 'significant' applies to min, max, max_drop and min_gain, not max_increase")
     return Gate(
         name=name,
         metric=metric,
@@ -205,13 +270,7 @@ def _judge_one(gate: Gate, comparison: Measured, slice_name: SliceName, key: str
     if measure is None:
         return _result(gate, where, None, False, f"no metric {gate.metric!r} on {where}")
     if gate.kind == "absolute":
-        value = measure.cand
-        if value is None:
-            return _result(gate, where, None, False, "the candidate has no value here")
-        passed = value >= gate.threshold if gate.at_least else value <= gate.threshold
-        return _result(
-            gate, where, value, passed, f"cand {value:.4g}, need {'>=' if gate.at_least else '<='} {gate.threshold:g}"
-        )
+        return _judge_absolute(gate, comparison, measure, slice_name, key, where)
     if gate.kind == "cost":
         if measure.base is None or measure.cand is None or measure.base <= 0:
             return _result(gate, where, None, False, "no positive base value to take a ratio to")
@@ -225,21 +284,70 @@ def _judge_one(gate: Gate, comparison: Measured, slice_name: SliceName, key: str
         )
     if measure.delta is None:
         return _result(gate, where, None, False, "no paired delta here")
+    if gate.kind == "gain":
+        return _judge_gain(gate, measure, measure.delta, where)
     if not gate.significant:
         passed = measure.delta >= -gate.threshold
         return _result(
             gate, where, measure.delta, passed, f"delta {measure.delta:+.4g}, allowed drop {gate.threshold:g}"
         )
-    if measure.ci_high is None:
+    if measure.ci_low is None or measure.ci_high is None:
         return _result(
             gate, where, measure.delta, False, "no paired interval here (too few tasks) to judge significance"
         )
     passed = measure.ci_high >= -gate.threshold
-    interval = f"[{measure.ci_low or 0.0:+.4g}, {measure.ci_high:+.4g}]"
+    interval = f"[{measure.ci_low:+.4g}, {measure.ci_high:+.4g}]"
     detail = f"delta {measure.delta:+.4g}, 95% CI {interval}, allowed drop {gate.threshold:g}"
-    return _result(gate, where, measure.delta, passed, detail)
+    return _result(gate, where, measure.delta, passed, detail, (measure.ci_low, measure.ci_high), PAIRED)
 
 
-def _result(gate: Gate, where: str, value: float | None, passed: bool, detail: str) -> GateResult:
+def _judge_absolute(
+    gate: Gate, comparison: Measured, measure: Measure, slice_name: SliceName, key: str, where: str
+) -> GateResult:
+    value = measure.cand
+    if value is None:
+        return _result(gate, where, None, False, "the candidate has no value here")
+    need = ">=" if gate.at_least else "<="
+    if not gate.significant:
+        passed = value >= gate.threshold if gate.at_least else value <= gate.threshold
+        return _result(gate, where, value, passed, f"cand {value:.4g}, need {need} {gate.threshold:g}")
+    own = comparison.cand_interval(gate.metric, slice_name, key, gate.rule)
+    if isinstance(own, str):
+        return _result(gate, where, value, False, f"cand {value:.4g}; no interval to judge significance: {own}")
+    bound, name = (own.low, "lower") if gate.at_least else (own.high, "upper")
+    passed = bound >= gate.threshold if gate.at_least else bound <= gate.threshold
+    detail = (
+        f"cand {value:.4g}, {own.method} 95% interval [{own.low:.4g}, {own.high:.4g}] over {own.tasks} tasks, "
+        f"need {name} bound {need} {gate.threshold:g}"
+    )
+    return _result(gate, where, value, passed, detail, (own.low, own.high), own.method)
+
+
+def _judge_gain(gate: Gate, measure: Measure, delta: float, where: str) -> GateResult:
+    if not gate.significant:
+        return _result(gate, where, delta, delta >= gate.threshold, f"delta {delta:+.4g}, need >= {gate.threshold:+g}")
+    if measure.ci_low is None or measure.ci_high is None:
+        return _result(gate, where, delta, False, "no paired interval here (too few tasks) to judge significance")
+    interval = f"[{measure.ci_low:+.4g}, {measure.ci_high:+.4g}]"
+    if measure.too_small:
+        detail = f"delta {delta:+.4g}, 95% CI {interval} over too few tasks to be a claim: a gain cannot be shown"
+        return _result(gate, where, delta, False, detail, (measure.ci_low, measure.ci_high), PAIRED)
+    detail = f"delta {delta:+.4g}, 95% CI {interval}, need lower bound >= {gate.threshold:+g}"
+    return _result(
+        gate, where, delta, measure.ci_low >= gate.threshold, detail, (measure.ci_low, measure.ci_high), PAIRED
+    )
+
+
+def _result(
+    gate: Gate,
+    where: str,
+    value: float | None,
+    passed: bool,
+    detail: str,
+    interval: tuple[float, float] | None = None,
+    method: str | None = None,
+) -> GateResult:
     name = gate.name if gate.per is None else f"{gate.name} [{where.split('=', 1)[-1]}]"
-    return GateResult(name, gate.metric, gate.kind, where, value, gate.threshold, passed, detail)
+    return GateResult(
+        name, gate.metric, gate.kind, where, value, gate.threshold, passed, detail, gate.significant, interval, method
+    )

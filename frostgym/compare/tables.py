@@ -2,8 +2,8 @@
 
 Why this order: pairing and drops first (a comparison with many drops or unpaired episodes
 is not the comparison it looks like), then the overall views with intervals, the per-env
-picture, where outcomes moved, costs, diagnostics, and last the gates and the decision.
-Tables show the errors_as_failures rule; the JSON has both rules.
+picture, where outcomes moved, costs, diagnostics, and last the gates (each verdict beside
+the interval it was judged on) and the decision. Tables show the errors_as_failures rule; the JSON has both rules.
 """
 
 from __future__ import annotations
@@ -74,11 +74,12 @@ def comparison_tables(comparison: Comparison) -> Iterator[Table]:
     diagnostics.add_row("hacking suspects", str(len(base.suspects)), str(len(cand.suspects)))
     yield diagnostics
     if comparison.decision is not None:
-        gates = Table(
-            "gate", "slice", "value", "threshold", "verdict", "detail", title=f"Gates: {comparison.decision.upper()}"
-        )
+        gates = Table("gate", "slice", "value", "threshold", "verdict", title=f"Gates: {comparison.decision.upper()}")
+        gates.add_column("interval (95%)", no_wrap=True)  # beside the verdict it was judged on, never cut
+        gates.add_column("detail")
         for g in comparison.gates:
-            gates.add_row(g.name, g.slice, _num(g.value), f"{g.threshold:g}", "pass" if g.passed else "FAIL", g.detail)
+            verdict = "pass" if g.passed else "FAIL"
+            gates.add_row(g.name, g.slice, _num(g.value), f"{g.threshold:g}", verdict, g.interval_text(), g.detail)
         yield gates
 
 

@@ -143,7 +143,10 @@ def test_gate_files_are_checked() -> None:
         ({"gate": [{"metric": "pass@1", "min": "high"}]}, "finite number"),
         ({"gate": [{"metric": "pass@1", "min": 0.3, "per": "planet"}]}, "'per' must be one of"),
         ({"gate": [{"metric": "pass@1", "min": 0.3, "colour": 1}]}, "unknown keys"),
-        ({"gate": [{"metric": "pass@1", "min": 0.3, "significant": True}]}, "max_drop gates only"),
+        (
+            {"gate": [{"metric": "tool_calls_per_episode", "max_increase": 0.3, "significant": True}]},
+            "not max_increase",
+        ),
         ({"gates": []}, "unknown top-level"),
         ({}, "no \\[\\[gate\\]\\]"),
     ]
