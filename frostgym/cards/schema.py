@@ -189,8 +189,24 @@ def _metrics() -> Schema:
             "best_of_n": record(
                 {"value": nullable(number()), "tasks_counted": integer(0), "pass_any": nullable(unit())}
             ),
+            "no_answer_rate": record(
+                {**_rate(), "no_answer": integer(0), "graded": integer(0)},
+                description="share of graded episodes labelled no_answer, with its 95% Wilson interval "
+                "(absent from cards written before views had it)",
+            ),
+            "selective_accuracy": record(
+                {**_rate(), "passed": integer(0), "answered": integer(0)},
+                description="pass rate among graded episodes not labelled no_answer, with its 95% Wilson interval "
+                "(absent from cards written before views had it)",
+            ),
         },
+        optional=("no_answer_rate", "selective_accuracy"),
     )
+
+
+def _rate() -> dict[str, Schema]:
+    """A rate and its interval, all null when it has no denominator."""
+    return {"value": nullable(unit()), "ci_low": nullable(unit()), "ci_high": nullable(unit())}
 
 
 def _by_rule() -> Schema:

@@ -15,10 +15,19 @@ from rich.table import Table
 from frostgym.core.episode import DropRecord
 
 MAX_DROPS_SHOWN = 10
+#: What a view a card was written without (an older card's) shows as.
+UNKNOWN = "unknown"
 
 
 def _fmt(value: float | None) -> str:
     return "n/a" if value is None else f"{value:.3f}"
+
+
+def _fmt_view(metrics: Mapping[str, Any], name: str) -> str:
+    """A rate view's value (``no_answer_rate``, ``selective_accuracy``), ``unknown`` when the
+    card was written before its views had it."""
+    view = metrics.get(name)
+    return UNKNOWN if view is None else _fmt(view["value"])
 
 
 def accounting_table(card: Mapping[str, Any]) -> Table:
@@ -48,7 +57,8 @@ def drops_table(drops: Sequence[DropRecord]) -> Table:
 
 
 def views_table(card: Mapping[str, Any]) -> Table:
-    """Per env, both reporting rules: mean reward, pass@k and pass^k at the largest k."""
+    """Per env, both reporting rules: mean reward, pass@k and pass^k at the largest k, the
+    no-answer rate and the selective accuracy (``unknown`` on a card written before them)."""
     views = card["views"]
     k = str(max(views["ks"]))
     # With k = 1 a second pass@1 column would only repeat the first.
@@ -61,6 +71,8 @@ def views_table(card: Mapping[str, Any]) -> Table:
         "episodes",
         "mean reward",
         *(f"{name[:-1]}{kk}" for name, kk in metrics),
+        "no answer",
+        "selective acc",
         title="scores (views computed from the episodes)",
     )
     rows = [("all", views["overall"]), *sorted(views["by_env"].items())]
@@ -73,6 +85,8 @@ def views_table(card: Mapping[str, Any]) -> Table:
                 str(m["episodes"]),
                 _fmt(m["mean_reward"]),
                 *(_fmt(m[name][kk]["value"]) for name, kk in metrics),
+                _fmt_view(m, "no_answer_rate"),
+                _fmt_view(m, "selective_accuracy"),
             )
     return table
 

@@ -17,11 +17,14 @@ from typing import Any, Final, Literal, cast
 from frostgym.cards import twin_gap
 from frostgym.core.episode import Head
 from frostgym.core.grade import passes
+from frostgym.core.stats import wilson_interval
 
 Rule = Literal["errors_as_failures", "errors_excluded"]
 RULE_NAMES: Final[tuple[Rule, ...]] = ("errors_as_failures", "errors_excluded")
 SLICES: Final[tuple[str, ...]] = ("by_env", "by_difficulty", "by_tag")
 NO_DIFFICULTY: Final = "none"
+#: The grade label of an episode whose reply gave no answer (an abstention or a refusal).
+NO_ANSWER: Final = "no_answer"
 
 RULES: Final[Mapping[str, str]] = {
     "errors_as_failures": (
@@ -64,6 +67,17 @@ DEFINITIONS: Final[Mapping[str, str]] = {
         "Per grade component, the mean over completed episodes whose grade has that component; drops never "
         "have a grade, so it is the same under both rules."
     ),
+    "no_answer_rate": (
+        "The share of graded episodes (completed, with a grade: drops have none, so it is the same under both "
+        "rules) whose grade's label is 'no_answer' (the reply gave no answer: an abstention or a refusal), with "
+        "its 95% Wilson score interval over those episodes (taken as independent: with several samples per task "
+        "the interval is too narrow); value and interval are null when no episode was graded."
+    ),
+    "selective_accuracy": (
+        "The pass rate among the graded episodes that answered (label not 'no_answer'): accuracy where the model "
+        "chose to answer, beside pass@1's over every sample; with its 95% Wilson interval as no_answer_rate's; "
+        "null when every graded episode abstained (or none was graded)."
+    ),
 }
 
 
@@ -71,7 +85,8 @@ DEFINITIONS: Final[Mapping[str, str]] = {
 class Sample:
     """One counted attempt at a task, reduced to what the metrics read, so episodes and
     drops (a failed sample: reward 0, no answer, no components) go through the same
-    arithmetic. Read, never changed."""
+    arithmetic. ``abstained``: whether its grade's label is ``no_answer`` (None: it has no
+    grade, as a drop). Read, never changed."""
 
     task: tuple[str, str]
     index: int
@@ -79,6 +94,7 @@ class Sample:
     passed: bool
     answer: str | None
     components: Mapping[str, float] | None
+    abstained: bool | None = None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -165,7 +181,8 @@ def sample_of(head: Head) -> Sample:
         return Sample(task, head.sample, head.reward if head.drop is None else 0.0, False, None, None)
     details = grade.get("details")
     answer = details.get("answer_key") if details else None
-    return Sample(task, head.sample, head.reward, passes(grade), answer, grade["components"])
+    abstained = grade.get("label") == NO_ANSWER
+    return Sample(task, head.sample, head.reward, passes(grade), answer, grade["components"], abstained)
 
 
 @dataclass(slots=True)
@@ -254,6 +271,9 @@ class TaskValues:
     components: Mapping[str, list[float]]  # name -> values over the task's graded samples
     task: _Task
     per_k: Mapping[str, Mapping[int, float | None]]  # metric -> k -> value
+    graded: int = 0  # samples with a grade
+    no_answer: int = 0  # ... of which labelled no_answer
+    answered_passed: int = 0  # ... of the others, those that passed
 
 
 def task_values(samples: Sequence[Sample], ks: Sequence[int]) -> TaskValues:
@@ -261,9 +281,16 @@ def task_values(samples: Sequence[Sample], ks: Sequence[int]) -> TaskValues:
     at each of ``ks`` (positive ints: not checked again here)."""
     task = _task_of(samples)
     components: dict[str, list[float]] = defaultdict(list)
+    graded = no_answer = answered_passed = 0
     for sample in samples:
         for name, value in (sample.components or {}).items():
             components[name].append(value)
+        if sample.abstained is not None:
+            graded += 1
+            if sample.abstained:
+                no_answer += 1
+            elif sample.passed:
+                answered_passed += 1
     return TaskValues(
         rewards=tuple(s.reward for s in samples),
         components=components,
@@ -273,6 +300,9 @@ def task_values(samples: Sequence[Sample], ks: Sequence[int]) -> TaskValues:
             "pass^k": {k: _pass_hat_k(task.n, task.c, k) for k in ks},
             "maj@k": _task_maj_at_ks(task, ks),
         },
+        graded=graded,
+        no_answer=no_answer,
+        answered_passed=answered_passed,
     )
 
 
@@ -355,7 +385,21 @@ class _Group:
     order a run's tasks complete (a card's read-back process adds each task once it has
     all its samples) as in sorted order."""
 
-    __slots__ = ("best", "components", "episodes", "n_max", "n_min", "pass_any", "per_k", "rewards", "sums", "tasks")
+    __slots__ = (
+        "answered_passed",
+        "best",
+        "components",
+        "episodes",
+        "graded",
+        "n_max",
+        "n_min",
+        "no_answer",
+        "pass_any",
+        "per_k",
+        "rewards",
+        "sums",
+        "tasks",
+    )
 
     #: Tasks added between two folds.
     FOLD_TASKS = 64
@@ -364,6 +408,7 @@ class _Group:
         self.tasks = 0
         self.episodes = 0
         self.n_min = self.n_max = 0
+        self.graded = self.no_answer = self.answered_passed = 0  # counts: no order to depend on
         # Appended since the last fold: metric -> k -> the tasks' values (None: n < k), ...
         self.per_k: dict[MetricName, dict[int, list[float | None]]] = {m: {k: [] for k in ks} for m in METRICS}
         self.best: list[float] = []
@@ -379,6 +424,9 @@ class _Group:
         self.n_max = max(self.n_max, task.n)
         self.tasks += 1
         self.episodes += task.n
+        self.graded += values.graded
+        self.no_answer += values.no_answer
+        self.answered_passed += values.answered_passed
         for metric, by_k in self.per_k.items():
             of_task = values.per_k[metric]
             for k, collected in by_k.items():
@@ -433,7 +481,28 @@ class _Group:
                 "tasks_counted": tasks,
                 "pass_any": self._sum("pass_any").mean(),
             },
+            "no_answer_rate": {
+                **_rate(self.no_answer, self.graded),
+                "no_answer": self.no_answer,
+                "graded": self.graded,
+            },
+            "selective_accuracy": {
+                **_rate(self.answered_passed, self.graded - self.no_answer),
+                "passed": self.answered_passed,
+                "answered": self.graded - self.no_answer,
+            },
         }
+
+
+def _rate(successes: int, trials: int) -> dict[str, float | None]:
+    """``successes / trials`` and its 95% Wilson interval (``frostgym.core.stats``); all None
+    for no trials."""
+    interval = wilson_interval(successes, trials)
+    return {
+        "value": successes / trials if trials else None,
+        "ci_low": None if interval is None else interval.low,
+        "ci_high": None if interval is None else interval.high,
+    }
 
 
 def _aggregate(per_task: ExactSum) -> dict[str, Any]:

@@ -242,7 +242,16 @@ def test_maj_at_k_takes_the_first_k_samples_by_index() -> None:
 def test_shape_and_text(views: dict[str, Any]) -> None:
     assert views["ks"] == [1, 2, 3, 4]
     assert set(views["rules"]) == {FAIL, EXCL}
-    assert set(views["definitions"]) == {"pass@k", "pass^k", "maj@k", "best_of_n", "mean_reward", "component_means"}
+    assert set(views["definitions"]) == {
+        "pass@k",
+        "pass^k",
+        "maj@k",
+        "best_of_n",
+        "mean_reward",
+        "component_means",
+        "no_answer_rate",
+        "selective_accuracy",
+    }
     assert "tie" in views["definitions"]["maj@k"]
     assert all("component_means" in text for text in views["rules"].values())
     assert list(views["overall"][FAIL]["pass@k"]) == ["1", "2", "3", "4"]
@@ -428,7 +437,7 @@ def test_malformed_episode_head_is_rejected(change: dict[str, Any], match: str) 
 def test_summary_table_shows_each_view_once(ks: list[int], headers: list[str]) -> None:
     episodes = [_episode("e", "t", s, 1.0, _grade(1.0, "4")) for s in range(max(ks))]
     table = views_table({"views": views_of(episodes, [], ks)})
-    assert [str(c.header) for c in table.columns][5:] == headers
+    assert [str(c.header) for c in table.columns][5:] == [*headers, "no answer", "selective acc"]
 
 
 def test_maj_at_k_in_one_pass_matches_majority_vote_at_every_k() -> None:
