@@ -20,7 +20,7 @@ one level: it starts at the first level given and moves to keep the running pass
 
 Each step's mean reward, reward standard deviation, share of groups with no reward variance,
 mean completion length, policy entropy and (with ``--beta`` above 0) KL to the reference model
-go to ``OUT/steps.jsonl``; ``OUT/summary.json`` holds pass@1
+go to ``OUT/steps.jsonl``; ``OUT/summary.json`` holds the training split (``train_split``), pass@1
 before and after and the trainer's whole log.
 """
 
@@ -36,6 +36,7 @@ from grpo_common import STEP_KEYS, load_model, random_reward, rollout_card, step
 from trl.trainer.grpo_config import GRPOConfig
 from trl.trainer.grpo_trainer import GRPOTrainer
 
+from frostgym.core.splits import Split
 from frostgym.envs.specs import parse_env_specs
 from frostgym.train.curriculum import CurriculumConfig, CurriculumSampler
 from frostgym.train.trl import (
@@ -44,6 +45,11 @@ from frostgym.train.trl import (
     reward_functions,
     reward_weights,
 )
+
+#: The split the model trains on, recorded in summary.json (``train_split``): never
+#: ``private`` (the helpers refuse it without ``allow_private=True``), so its cards need no
+#: ``--trained-on-private``.
+TRAIN_SPLIT: Split = "train"
 
 
 def main() -> None:
@@ -97,13 +103,17 @@ def main() -> None:
         levels = tuple(int(x) for x in args.curriculum.split(","))
         kwargs = {k: v for k, v in spec.kwargs.items() if k != "level"}
         sampler = CurriculumSampler(
-            spec.env_id, CurriculumConfig(levels, levels[0], window=4 * batch), seed=args.seed, env_kwargs=kwargs
+            spec.env_id,
+            CurriculumConfig(levels, levels[0], window=4 * batch),
+            seed=args.seed,
+            split=TRAIN_SPLIT,
+            env_kwargs=kwargs,
         )
         funcs: list[Any] = reward_functions(spec.env_id, curriculum=sampler)
         data = curriculum_dataset(sampler, batch=max(1, batch // args.generations))
     else:
         funcs = reward_functions(spec.env_id, **spec.kwargs)
-        data = env_dataset(spec.env_id, split="train", n=batch * args.steps, seed=args.seed, **spec.kwargs)
+        data = env_dataset(spec.env_id, split=TRAIN_SPLIT, n=batch * args.steps, seed=args.seed, **spec.kwargs)
     weights = reward_weights(funcs)
     if args.random_reward_control:
         funcs, weights = [random_reward(before, args.seed), *funcs], [1.0] + [0.0] * len(funcs)
@@ -138,6 +148,8 @@ def main() -> None:
     after = card(trainer.model, "after")
     summary = {
         "env": str(spec),
+        # What the model trained on: a card of this model must say --trained-on-private if this is "private".
+        "train_split": TRAIN_SPLIT,
         "pass@1_before": before,
         "pass@1_after": after,
         "random_reward_control": args.random_reward_control,

@@ -374,8 +374,14 @@ def _config() -> Schema:
                 "description": "each planned task is followed by its twin, id TASK~twin (frostgym eval --twins); "
                 "absent when not",
             },
+            "trained_on_private": {
+                "const": True,
+                "description": "the agent's model was trained on the private split, as declared by whoever ran the "
+                "eval (frostgym eval --trained-on-private): its private-split scores are no held-out measure; "
+                "absent when not declared",
+            },
         },
-        optional=("env_options", "excluded", "twins"),
+        optional=("env_options", "excluded", "twins", "trained_on_private"),
         description="what defines the run: a resume must match it",
     )
     execution = record(

@@ -17,6 +17,10 @@ from frostgym.core.episode import DropRecord
 MAX_DROPS_SHOWN = 10
 #: What a view a card was written without (an older card's) shows as.
 UNKNOWN = "unknown"
+TRAINED_ON_PRIVATE_WARNING = (
+    "this card's agent was declared trained on the private split (--trained-on-private): its private-split "
+    "scores, and any gap between public and private tasks, are no held-out measure"
+)
 
 
 def _fmt(value: float | None) -> str:
@@ -28,6 +32,13 @@ def _fmt_view(metrics: Mapping[str, Any], name: str) -> str:
     card was written before its views had it."""
     view = metrics.get(name)
     return UNKNOWN if view is None else _fmt(view["value"])
+
+
+def card_warnings(card: Mapping[str, Any]) -> list[str]:
+    """What a reader of the card must know before its scores: its agent declared trained on
+    the private split (``config.identity.trained_on_private``)."""
+    identity = card.get("config", {}).get("identity", {})
+    return [TRAINED_ON_PRIVATE_WARNING] if identity.get("trained_on_private") else []
 
 
 def accounting_table(card: Mapping[str, Any]) -> Table:
@@ -114,6 +125,8 @@ def twin_gap_table(card: Mapping[str, Any]) -> Table:
 
 
 def print_summary(console: Console, card: Mapping[str, Any], drops: Sequence[DropRecord]) -> None:
+    for warning in card_warnings(card):
+        console.print(f"[yellow]warning: {warning}[/yellow]", soft_wrap=True)
     console.print(accounting_table(card))
     if drops:
         console.print(drops_table(drops))

@@ -51,6 +51,7 @@ def compare_cmd(
     except (FrostgymError, OSError) as error:
         console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_ERROR) from None
+    _warn_trained_on_private(console, base, cand)
     pairing = comparison.pairing
     if pairing.base_only or pairing.cand_only:
         console.print(
@@ -65,6 +66,17 @@ def compare_cmd(
     if comparison.decision is not None:
         console.print(f"decision: {comparison.decision.upper()}")
         raise typer.Exit(EXIT_PROMOTE if comparison.decision == "promote" else EXIT_BLOCK)
+
+
+def _warn_trained_on_private(console: Console, base: Path, cand: Path) -> None:
+    """A warning line per side whose card declares its agent trained on the private split."""
+    from frostgym.cards.card import CARD_FILE
+    from frostgym.cards.store import read_json
+    from frostgym.cards.summary import card_warnings
+
+    for side, directory in (("base", base), ("cand", cand)):
+        for warning in card_warnings(read_json(directory / CARD_FILE)):  # compare_cards read it already
+            console.print(f"[yellow]warning: {side}: {escape(warning)}[/yellow]", highlight=False, soft_wrap=True)
 
 
 def trend_cmd(

@@ -43,6 +43,10 @@ TWINS_HELP = (
     "Also play each planned task's twin (same structure, new values or names, id TASK~twin) with the same samples: "
     "summary and views show the gap between originals and twins (memorisation shows as originals >> twins)."
 )
+TRAINED_ON_PRIVATE_HELP = (
+    "Declare that the agent's model was trained on the private split (allow_private=True in frostgym's training "
+    "helpers): the card records it, and summary and compare warn that its private-split scores measure nothing."
+)
 TASK_CONFIG_HELP = (
     "The task generator's config as a JSON object, e.g. '{\"max_operand\": 9}' for Arithmetic-v0; "
     "unknown keys are refused. Its tasks get tagged ids; envs without a config refuse the option."
@@ -116,6 +120,7 @@ def eval_cmd(
     exclude: Annotated[Path | None, typer.Option(metavar="FILE", help=EXCLUDE_HELP)] = None,
     exclude_unknown: Annotated[UnknownPolicy, typer.Option(help=EXCLUDE_UNKNOWN_HELP)] = "error",
     twins: Annotated[bool, typer.Option("--twins", help=TWINS_HELP)] = False,
+    trained_on_private: Annotated[bool, typer.Option("--trained-on-private", help=TRAINED_ON_PRIVATE_HELP)] = False,
     backend: Annotated[
         str,
         typer.Option(
@@ -186,6 +191,7 @@ def eval_cmd(
                 else _exclusions(exclude, env_ids, options.split, options.kwargs_for, exclude_unknown)
             ),
             twins=twins,
+            trained_on_private=trained_on_private,
         )
         policy = load_agent(  # says what it does: converting and loading a model can take minutes
             console,

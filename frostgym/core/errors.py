@@ -93,6 +93,13 @@ class MultiTurnNotSupportedError(FrostgymError, ValueError):
     """The env needs tool results between turns, which this integration does not provide."""
 
 
+class PrivateSplitError(FrostgymError, ValueError):
+    """A training helper was asked for the ``private`` split without ``allow_private=True``.
+    The private split is held out to measure contamination and overfitting (a card's gap
+    between public and private tasks); a model trained on it has no such measure left, so
+    training on it takes an explicit opt-in (``frostgym.train.session.check_training_split``)."""
+
+
 class UserError(FrostgymError):
     """Something the user can fix, said in one line by the command line (no traceback)."""
 

@@ -31,6 +31,7 @@ def card_config(
     ks: Sequence[int] = (),
     excluded: Mapping[str, Any] | None = None,
     twins: bool = False,
+    trained_on_private: bool = False,
 ) -> dict[str, Any]:
     """A card's ``config``: ``identity``, what defines the run (a resume must match it:
     envs, split, episodes, samples, seed, env kwargs, the agent spec and its sampling);
@@ -41,7 +42,10 @@ def card_config(
     ``env_options`` (each env's own arguments) is in the identity only when there are some,
     so a card made without them reads and resumes as cards did before they existed; so is
     ``excluded``, the tasks the plan leaves out (``frostgym.evaluate.exclusions.identity_record``),
-    and ``twins`` (each task is played with its twin, ``make_plan``), only when true."""
+    and ``twins`` (each task is played with its twin, ``make_plan``), and
+    ``trained_on_private`` (the agent's model was trained on the private split, as its
+    trainer declares: frostgym cannot tell; ``frostgym summary`` and ``compare`` warn),
+    each only when true."""
     identity: dict[str, Any] = {
         "env_ids": list(env_ids),
         "split": options.split,
@@ -56,6 +60,8 @@ def card_config(
         identity["excluded"] = dict(excluded)
     if twins:
         identity["twins"] = True
+    if trained_on_private:
+        identity["trained_on_private"] = True
     return {
         "identity": {**identity, "agent": agent_spec, "sampling": dict(sampling)},
         "execution": execution_config(options),

@@ -19,7 +19,9 @@ same observations, same grade), so this module only translates: each call goes t
   ``prompt`` (the env's first messages), ``env_class`` (the id), ``reward_spec`` (method
   ``frostgym``, no ground truth: the env grades, and the answer never enters the data) and
   ``extra_info`` (``env_id``, ``split``, ``task_id``, ``episode_seed``, ``env_kwargs`` as
-  JSON text). SkyRL passes every column but ``prompt`` and ``env_class`` to the env as
+  JSON text, and ``allow_private``: true for rows of the ``private`` split made with
+  ``allow_private=True``, the only ones ``FrozenTextEnv`` plays: ``PrivateSplitError``
+  otherwise). SkyRL passes every column but ``prompt`` and ``env_class`` to the env as
   ``extras``; flat ``task_id``/``episode_seed``/``split`` keys (TRL's dataset columns) are
   read too.
 - ``FrozenTextEnv.init(prompt)`` resets the frozen env on the row's task and returns the
@@ -66,7 +68,14 @@ except ImportError as error:  # pragma: no cover - exercised only without the pa
 
 from frostgym.core.splits import Split
 from frostgym.envs.registry import ENTRIES, entry
-from frostgym.train.session import TaskRow, TrainingEpisode, grade_metrics, messages_text, task_rows
+from frostgym.train.session import (
+    TaskRow,
+    TrainingEpisode,
+    check_training_split,
+    grade_metrics,
+    messages_text,
+    task_rows,
+)
 
 __all__ = [
     "ENTRY_POINT",
@@ -125,7 +134,9 @@ class FrozenTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl-gym ships no ty
         self.episode_seed = int(sample["episode_seed"])
         self.split: Split = cast(Split, str(sample.get("split") or config.get("split") or "train"))
         env_kwargs = {**_kwargs(config.get("env_kwargs")), **_kwargs(sample.get("env_kwargs"))}
-        self.episode = _POOL.borrow(self.env_id, self.split, env_kwargs)
+        # private only for a row skyrl_rows(..., allow_private=True) marked (or a config that says so)
+        self.allow_private = bool(sample.get("allow_private") or config.get("allow_private"))
+        self.episode = _POOL.borrow(self.env_id, self.split, env_kwargs, self.allow_private)
         cap = extras.get("max_turns")
         if cap is not None and 1 <= int(cap) < self.episode.max_turns:
             _warn_once(
@@ -137,7 +148,9 @@ class FrozenTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl-gym ships no ty
                 int(cap),
             )
             _POOL.give_back(self.episode)
-            self.episode = _POOL.borrow(self.env_id, self.split, {**env_kwargs, "max_turns": int(cap)})
+            self.episode = _POOL.borrow(
+                self.env_id, self.split, {**env_kwargs, "max_turns": int(cap)}, self.allow_private
+            )
         self._lent = True
         self.max_turns = self.episode.max_turns
         self.turns = 0
@@ -208,13 +221,16 @@ class _EpisodePool:
     def _key(env_id: str, split: str, env_kwargs: Mapping[str, Any]) -> str:
         return json.dumps([env_id, split, dict(env_kwargs)], sort_keys=True, default=repr)
 
-    def borrow(self, env_id: str, split: Split, env_kwargs: Mapping[str, Any]) -> TrainingEpisode:
+    def borrow(
+        self, env_id: str, split: Split, env_kwargs: Mapping[str, Any], allow_private: bool = False
+    ) -> TrainingEpisode:
+        check_training_split(split, allow_private)  # before the pool: an idle env may be private's
         key = self._key(env_id, split, env_kwargs)
         with self._lock:
             idle = self._idle.get(key)
             if idle:
                 return idle.pop()
-        return TrainingEpisode(env_id, split, **env_kwargs)
+        return TrainingEpisode(env_id, split, allow_private=allow_private, **env_kwargs)
 
     def give_back(self, episode: TrainingEpisode) -> None:
         key = self._key(episode.env_id, episode.split, episode.env_kwargs)
@@ -234,26 +250,37 @@ def to_skyrl_messages(messages: Sequence[Mapping[str, Any]]) -> list[SkyRLMessag
     return out
 
 
-def skyrl_row(row: TaskRow, *, env_kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """The SkyRL dataset row of one task: its prompt is the env's first messages."""
+def skyrl_row(
+    row: TaskRow, *, env_kwargs: Mapping[str, Any] | None = None, allow_private: bool = False
+) -> dict[str, Any]:
+    """The SkyRL dataset row of one task: its prompt is the env's first messages. A row of
+    ``private`` needs ``allow_private=True`` (and is marked so, for ``FrozenTextEnv``)."""
     kwargs = dict(env_kwargs or {})
-    episode = TrainingEpisode(row.env_id, row.split, **kwargs)
+    episode = TrainingEpisode(row.env_id, row.split, allow_private=allow_private, **kwargs)
     try:
         prompt = to_skyrl_messages(episode.start(row.task_id, row.episode_seed, row.split))
     finally:
         episode.close()
-    return _row(row, prompt, kwargs)
+    return _row(row, prompt, kwargs, allow_private)
 
 
-def skyrl_rows(env_id: str, *, split: Split = "train", n: int, seed: int, **env_kwargs: Any) -> list[dict[str, Any]]:
+def skyrl_rows(
+    env_id: str, *, split: Split = "train", n: int, seed: int, allow_private: bool = False, **env_kwargs: Any
+) -> list[dict[str, Any]]:
     """``n`` tasks of ``split`` (``task_rows``: the plan's tasks and seeds, as ``frostgym
-    eval`` draws them) as SkyRL dataset rows, in that order. One env serves every row."""
+    eval`` draws them) as SkyRL dataset rows, in that order. One env serves every row.
+    ``private`` needs ``allow_private=True``; its rows say so (``extra_info.allow_private``)."""
     entry(env_id)  # an unknown id fails here, naming the known ones
-    rows = task_rows(env_id, split=split, n=n, seed=seed, **env_kwargs)
-    episode = TrainingEpisode(env_id, split, **env_kwargs)
+    rows = task_rows(env_id, split=split, n=n, seed=seed, allow_private=allow_private, **env_kwargs)
+    episode = TrainingEpisode(env_id, split, allow_private=allow_private, **env_kwargs)
     try:
         return [
-            _row(row, to_skyrl_messages(episode.start(row.task_id, row.episode_seed, row.split)), env_kwargs)
+            _row(
+                row,
+                to_skyrl_messages(episode.start(row.task_id, row.episode_seed, row.split)),
+                env_kwargs,
+                allow_private,
+            )
             for row in rows
         ]
     finally:
@@ -268,7 +295,11 @@ def task_row_of(row: Mapping[str, Any]) -> TaskRow:
 
 def write_skyrl_dataset(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> Path:
     """Write ``rows`` where SkyRL's ``data.train_data`` / ``data.val_data`` can read them:
-    Parquet for a ``.parquet`` path (needs pyarrow), JSON lines for ``.jsonl``/``.json``."""
+    Parquet for a ``.parquet`` path (needs pyarrow), JSON lines for ``.jsonl``/``.json``.
+    A row of ``private`` not marked ``allow_private`` (by ``skyrl_rows``) raises ``PrivateSplitError``."""
+    for r in rows:
+        info = _plain(r.get("extra_info"))
+        check_training_split(str(info.get("split", "")), bool(info.get("allow_private", False)))
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     suffix = path.suffix.lower()
@@ -286,13 +317,18 @@ def write_skyrl_dataset(path: str | Path, rows: Sequence[Mapping[str, Any]]) -> 
     return path
 
 
-def _row(row: TaskRow, prompt: list[SkyRLMessage], env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+def _row(
+    row: TaskRow, prompt: list[SkyRLMessage], env_kwargs: Mapping[str, Any], allow_private: bool = False
+) -> dict[str, Any]:
+    extra_info: dict[str, Any] = {**row.to_dict(), "env_kwargs": json.dumps(dict(env_kwargs), sort_keys=True)}
+    if allow_private:
+        extra_info["allow_private"] = True
     return {
         "data_source": row.env_id,
         "prompt": prompt,
         "env_class": row.env_id,
         "reward_spec": {"method": REWARD_METHOD, "ground_truth": None},
-        "extra_info": {**row.to_dict(), "env_kwargs": json.dumps(dict(env_kwargs), sort_keys=True)},
+        "extra_info": extra_info,
     }
 
 

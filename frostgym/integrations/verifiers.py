@@ -25,6 +25,10 @@ episode). When the trainer's turn limit (or a token cap, a ``@stop``) ends the e
 before the env ended the episode, every reply the model gave has already been stepped, so
 there is no answer left to grade: the score is 0 (``ended`` 0), never
 ``finish(last_reply)``, which would step a reply twice.
+
+The ``private`` split is refused (``PrivateSplitError``) unless ``load_environment`` (or the
+taskset config) says ``allow_private=True``; the rows then carry ``allow_private`` in their
+``info``, which the env's episodes are made with (``frostgym.train.session.check_training_split``).
 """
 
 from __future__ import annotations
@@ -41,7 +45,13 @@ from verifiers.v1.dialects.chat import message_to_wire  # type: ignore[import-un
 from verifiers.v1.runtimes import ProgramResult, Runtime  # type: ignore[import-untyped,unused-ignore]
 
 from frostgym.core.splits import Split
-from frostgym.train.session import TrainingEpisode, assistant_action, grade_metrics, task_rows
+from frostgym.train.session import (
+    TrainingEpisode,
+    assistant_action,
+    check_training_split,
+    grade_metrics,
+    task_rows,
+)
 
 __all__ = [
     "PLUGIN_ID",
@@ -105,6 +115,8 @@ class FrostgymTasksetConfig(vf.TasksetConfig):  # type: ignore[misc]
     """The plan's seed: the same seed gives the same tasks and episode seeds as ``frostgym eval``."""
     env_kwargs: dict[str, Any] = Field(default_factory=dict)
     """The env's arguments (``level``, ``max_turns``, ...)."""
+    allow_private: bool = False
+    """Whether ``split`` may be ``private`` (``frostgym.train.session.check_training_split``)."""
 
 
 class FrostgymTaskset(vf.Taskset[FrostgymTask, FrostgymTasksetConfig]):  # type: ignore[misc]
@@ -113,12 +125,17 @@ class FrostgymTaskset(vf.Taskset[FrostgymTask, FrostgymTasksetConfig]):  # type:
     def load(self) -> Iterator[FrostgymTask]:
         config = self.config
         split: Split = config.split
-        rows = task_rows(config.env, split=split, n=config.n, seed=config.seed, **config.env_kwargs)
-        episode = TrainingEpisode(config.env, split, **config.env_kwargs)
+        allow = bool(config.allow_private)
+        rows = task_rows(
+            config.env, split=split, n=config.n, seed=config.seed, allow_private=allow, **config.env_kwargs
+        )
+        episode = TrainingEpisode(config.env, split, allow_private=allow, **config.env_kwargs)
         try:
             for row in rows:
                 first = episode.start(row.task_id, row.episode_seed)
                 info = {**row.to_dict(), "env_kwargs": dict(config.env_kwargs)}
+                if allow:
+                    info["allow_private"] = True
                 yield FrostgymTask(
                     FrostgymData(
                         id=f"{row.env_id}:{row.task_id}",
@@ -199,12 +216,15 @@ class FrostgymEnv(vf.Env[FrostgymEnvConfig]):  # type: ignore[misc]
         self._idle: dict[str, list[TrainingEpisode]] = {}
 
     def borrow(self, info: Mapping[str, Any]) -> TrainingEpisode:
-        """An idle ``TrainingEpisode`` for ``info``'s env, split and arguments, or a new one."""
+        """An idle ``TrainingEpisode`` for ``info``'s env, split and arguments, or a new one
+        (``private`` only for a row whose ``info`` says ``allow_private``)."""
+        allow = bool(info.get("allow_private", False))
+        check_training_split(info["split"], allow)
         key = _episode_key(info)
         idle = self._idle.get(key)
         if idle:
             return idle.pop()
-        return TrainingEpisode(info["env_id"], info["split"], **info.get("env_kwargs", {}))
+        return TrainingEpisode(info["env_id"], info["split"], allow_private=allow, **info.get("env_kwargs", {}))
 
     def give_back(self, episode: TrainingEpisode) -> None:
         info = {"env_id": episode.env_id, "split": episode.split, "env_kwargs": episode.env_kwargs}
@@ -276,13 +296,16 @@ def load_environment(
     base_url: str | None = None,
     api_key_var: str | None = None,
     player_max_turns: int | None = None,
+    allow_private: bool = False,
     **env_kwargs: Any,
 ) -> FrostgymEnv:
     """The verifiers env over ``n`` tasks of ``env_id``'s ``split`` (the plan's, for
     ``seed``); ``level`` and ``env_kwargs`` are the env's arguments. ``model``,
     ``base_url`` and ``api_key_var`` pin the player's endpoint (else verifiers' defaults,
     or what the run's ``ModelContext`` gives); ``player_max_turns`` is the trainer's cap on
-    the player's turns (verifiers' ``max_turns``; an env's own ``max_turns`` is an env argument)."""
+    the player's turns (verifiers' ``max_turns``; an env's own ``max_turns`` is an env argument).
+    ``split="private"`` raises ``PrivateSplitError`` unless ``allow_private=True``."""
+    check_training_split(split, allow_private)
     kwargs = dict(env_kwargs)
     if level is not None:
         kwargs["level"] = level
@@ -302,7 +325,15 @@ def load_environment(
         agent["max_turns"] = player_max_turns
     config = vf.resolve_env_config(
         {
-            "taskset": {"id": PLUGIN_ID, "env": env_id, "split": split, "n": n, "seed": seed, "env_kwargs": kwargs},
+            "taskset": {
+                "id": PLUGIN_ID,
+                "env": env_id,
+                "split": split,
+                "n": n,
+                "seed": seed,
+                "env_kwargs": kwargs,
+                "allow_private": allow_private,
+            },
             "player": agent,
         }
     )

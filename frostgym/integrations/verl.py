@@ -36,7 +36,9 @@ agent loop uses (``ct_build_initial_tokens``, ``ct_merge_assistant_token``,
 - ``verl_row``/``verl_rows`` give verl's dataset rows (``data_source``, ``prompt``,
   ``agent_name``, ``reward_model`` with no ground truth: the env grades, the answer never
   enters the data, and ``extra_info``) for ``task_rows``' tasks; ``write_verl_parquet``
-  writes them for ``data.train_files``.
+  writes them for ``data.train_files``. A row of the ``private`` split needs
+  ``allow_private=True`` and is marked so (``extra_info.allow_private``); the loop plays
+  no other private row (``PrivateSplitError``: ``frostgym.train.session.check_training_split``).
 
 Envs are made once per (id, split, env arguments) and reused across runs from a pool (verl
 makes a new loop object per row, and runs many at once in one event loop); every env call
@@ -68,7 +70,15 @@ except ImportError as error:  # pragma: no cover - exercised only without the pa
 
 from frostgym.core.messages import Message
 from frostgym.core.splits import Split
-from frostgym.train.session import StepResult, TaskRow, TrainingEpisode, assistant_action, grade_metrics, task_rows
+from frostgym.train.session import (
+    StepResult,
+    TaskRow,
+    TrainingEpisode,
+    assistant_action,
+    check_training_split,
+    grade_metrics,
+    task_rows,
+)
 
 __all__ = [
     "AGENT_NAME",
@@ -95,13 +105,16 @@ class _EpisodePool:
         self._lock = threading.Lock()
         self._free: dict[_PoolKey, list[TrainingEpisode]] = {}
 
-    def acquire(self, env_id: str, split: Split, env_kwargs: Mapping[str, Any]) -> TrainingEpisode:
+    def acquire(
+        self, env_id: str, split: Split, env_kwargs: Mapping[str, Any], allow_private: bool = False
+    ) -> TrainingEpisode:
+        check_training_split(split, allow_private)  # before the pool: a free env may be private's
         key = (env_id, split, json.dumps(dict(env_kwargs), sort_keys=True))
         with self._lock:
             free = self._free.get(key)
             if free:
                 return free.pop()
-        return TrainingEpisode(env_id, split, **env_kwargs)
+        return TrainingEpisode(env_id, split, allow_private=allow_private, **env_kwargs)
 
     def release(self, episode: TrainingEpisode) -> None:
         key = (episode.env_id, episode.split, json.dumps(episode.env_kwargs, sort_keys=True))
@@ -120,8 +133,15 @@ def _config_get(config: Any, key: str, default: Any = None) -> Any:
     return default if value is None else value
 
 
+def _allows_private(kwargs: Mapping[str, Any]) -> bool:
+    """Whether a row was made with ``allow_private=True`` (``verl_rows`` marks its ``extra_info``)."""
+    extra = kwargs.get("extra_info")
+    return bool((dict(extra) if extra else {}).get("allow_private", kwargs.get("allow_private", False)))
+
+
 def _task_of(kwargs: Mapping[str, Any]) -> tuple[str, str, int, Split, dict[str, Any]]:
-    """The task a row names: ``extra_info``'s keys, or the row's own columns."""
+    """The task a row names: ``extra_info``'s keys, or the row's own columns (checked by
+    ``check_training_split``: a private row must say ``allow_private``)."""
     extra = kwargs.get("extra_info")
     sample = {**{k: v for k, v in kwargs.items() if k != "extra_info"}, **(dict(extra) if extra else {})}
     missing = [k for k in ("env_id", "task_id", "episode_seed") if sample.get(k) is None]
@@ -131,6 +151,7 @@ def _task_of(kwargs: Mapping[str, Any]) -> tuple[str, str, int, Split, dict[str,
     if isinstance(env_kwargs, str):
         env_kwargs = json.loads(env_kwargs)
     split = cast(Split, str(sample.get("split") or "train"))
+    check_training_split(split, _allows_private(kwargs))
     return str(sample["env_id"]), str(sample["task_id"]), int(sample["episode_seed"]), split, dict(env_kwargs)
 
 
@@ -151,18 +172,20 @@ class FrostgymAgentLoop(AgentLoopBase):  # type: ignore[misc, unused-ignore]
     async def _in_thread(self, fn: Callable[..., _T], *args: Any) -> _T:
         return await asyncio.get_running_loop().run_in_executor(None, fn, *args)
 
-    def _episode_for(self, env_id: str, split: Split, env_kwargs: dict[str, Any]) -> TrainingEpisode:
-        episode = _POOL.acquire(env_id, split, env_kwargs)
+    def _episode_for(
+        self, env_id: str, split: Split, env_kwargs: dict[str, Any], allow_private: bool = False
+    ) -> TrainingEpisode:
+        episode = _POOL.acquire(env_id, split, env_kwargs, allow_private)
         cap = self.max_assistant_turns
         if cap is not None and 1 <= int(cap) < episode.max_turns and "max_turns" not in env_kwargs:
             _POOL.release(episode)
-            episode = _POOL.acquire(env_id, split, {**env_kwargs, "max_turns": int(cap)})
+            episode = _POOL.acquire(env_id, split, {**env_kwargs, "max_turns": int(cap)}, allow_private)
         return episode
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
         """Play the row's episode; returns verl's ``AgentLoopOutput``."""
         env_id, task_id, episode_seed, split, env_kwargs = _task_of(kwargs)
-        episode = await self._in_thread(self._episode_for, env_id, split, env_kwargs)
+        episode = await self._in_thread(self._episode_for, env_id, split, env_kwargs, _allows_private(kwargs))
         try:
             return await self._play(episode, task_id, episode_seed, split, sampling_params)
         finally:
@@ -274,19 +297,24 @@ def _prompt_messages(messages: Sequence[Mapping[str, Any]]) -> list[dict[str, st
     return [{"role": str(m["role"]), "content": str(m.get("content") or "")} for m in messages]
 
 
-def verl_row(row: TaskRow, *, index: int = 0, env_kwargs: Mapping[str, Any] | None = None) -> dict[str, Any]:
-    """verl's dataset row of one task; its ``prompt`` is the env's first messages."""
+def verl_row(
+    row: TaskRow, *, index: int = 0, env_kwargs: Mapping[str, Any] | None = None, allow_private: bool = False
+) -> dict[str, Any]:
+    """verl's dataset row of one task; its ``prompt`` is the env's first messages. A row of
+    ``private`` needs ``allow_private=True`` (and is marked so)."""
     kwargs = dict(env_kwargs or {})
-    episode = TrainingEpisode(row.env_id, row.split, **kwargs)
+    episode = TrainingEpisode(row.env_id, row.split, allow_private=allow_private, **kwargs)
     try:
         prompt = _prompt_messages(episode.start(row.task_id, row.episode_seed, row.split))
     finally:
         episode.close()
-    return _row(row, prompt, index, kwargs)
+    return _row(row, prompt, index, kwargs, allow_private)
 
 
-def _row(row: TaskRow, prompt: list[dict[str, str]], index: int, env_kwargs: Mapping[str, Any]) -> dict[str, Any]:
-    return {
+def _row(
+    row: TaskRow, prompt: list[dict[str, str]], index: int, env_kwargs: Mapping[str, Any], allow_private: bool = False
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
         "data_source": row.env_id,
         "prompt": prompt,
         "agent_name": AGENT_NAME,
@@ -301,24 +329,37 @@ def _row(row: TaskRow, prompt: list[dict[str, str]], index: int, env_kwargs: Map
             "env_kwargs": json.dumps(dict(env_kwargs), sort_keys=True),
         },
     }
+    if allow_private:
+        out["extra_info"]["allow_private"] = True
+    return out
 
 
 def verl_rows(
-    env_id: str | Iterable[TaskRow], *, split: Split = "train", n: int = 0, seed: int = 0, **env_kwargs: Any
+    env_id: str | Iterable[TaskRow],
+    *,
+    split: Split = "train",
+    n: int = 0,
+    seed: int = 0,
+    allow_private: bool = False,
+    **env_kwargs: Any,
 ) -> list[dict[str, Any]]:
     """verl's dataset rows: for ``n`` tasks of ``env_id`` (``task_rows``: the plan's tasks
     and seeds, as ``frostgym eval`` draws them), or for the given ``TaskRow``s. Each row's
-    ``extra_info["index"]`` is its position."""
-    rows = task_rows(env_id, split=split, n=n, seed=seed, **env_kwargs) if isinstance(env_id, str) else list(env_id)
+    ``extra_info["index"]`` is its position. ``private`` needs ``allow_private=True``."""
+    rows = (
+        task_rows(env_id, split=split, n=n, seed=seed, allow_private=allow_private, **env_kwargs)
+        if isinstance(env_id, str)
+        else list(env_id)
+    )
     out: list[dict[str, Any]] = []
     episodes: dict[tuple[str, str], TrainingEpisode] = {}
     try:
         for index, row in enumerate(rows):
             key = (row.env_id, row.split)
             if key not in episodes:
-                episodes[key] = TrainingEpisode(row.env_id, row.split, **env_kwargs)
+                episodes[key] = TrainingEpisode(row.env_id, row.split, allow_private=allow_private, **env_kwargs)
             first = episodes[key].start(row.task_id, row.episode_seed, row.split)
-            out.append(_row(row, _prompt_messages(first), index, env_kwargs))
+            out.append(_row(row, _prompt_messages(first), index, env_kwargs, allow_private))
     finally:
         for episode in episodes.values():
             episode.close()
@@ -327,7 +368,11 @@ def verl_rows(
 
 def write_verl_parquet(rows: Sequence[Mapping[str, Any]], path: str | Path) -> Path:
     """Write ``rows`` (``verl_rows``) as the Parquet file ``data.train_files`` (or
-    ``data.val_files``) names."""
+    ``data.val_files``) names. A row of ``private`` not marked ``allow_private`` (by
+    ``verl_rows``) raises ``PrivateSplitError``."""
+    for r in rows:
+        info = dict(r.get("extra_info") or {})
+        check_training_split(str(info.get("split", "")), bool(info.get("allow_private", False)))
     import pyarrow as pa
     import pyarrow.parquet as pq
 

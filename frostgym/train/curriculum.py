@@ -30,6 +30,7 @@ from frostgym.core.messages import Action, Observation
 from frostgym.core.seeding import derive_generator, derive_seed
 from frostgym.core.splits import Split
 from frostgym.envs.registry import make_env
+from frostgym.train.session import check_training_split
 
 Move = Literal["up", "down"]
 
@@ -140,7 +141,11 @@ class CurriculumSampler:
     """Draws tasks of ``env_id`` at the curriculum's current level: ``next(n)`` gives ``n``
     tasks of ``split`` (drawn independently: a finite split may repeat one), ``record``
     feeds outcomes back. Envs are made per level with ``env_kwargs`` plus ``level``.
-    Raises what ``make_env`` raises for an id without levels or a level it lacks."""
+    Raises what ``make_env`` raises for an id without levels or a level it lacks, and
+    ``PrivateSplitError`` for ``split="private"`` without ``allow_private=True``
+    (``frostgym.train.session.check_training_split``); what uses the sampler
+    (``curriculum_dataset``, ``CurriculumEnv``, ``reward_functions(curriculum=...)``)
+    inherits its ``allow_private``."""
 
     def __init__(
         self,
@@ -150,7 +155,10 @@ class CurriculumSampler:
         seed: int,
         split: Split = "train",
         env_kwargs: Mapping[str, Any] | None = None,
+        allow_private: bool = False,
     ) -> None:
+        check_training_split(split, allow_private)
+        self.allow_private = allow_private
         self.env_id = env_id
         self.curriculum = Curriculum(config)
         self.seed = seed

@@ -7,7 +7,8 @@ task for the same seed, the same observations, the same grade). Each adapter onl
 its trainer's calls into ``TrainingEpisode`` calls and its results back; where tasks come
 from (``task_rows``, the plan's derivation, as an eval card's), how an assistant message
 becomes an action (``assistant_action``) and what a grade logs (``grade_metrics``) are
-decided here once.
+decided here once. So is the one rule about splits: training never touches ``private``
+unless the caller says ``allow_private=True`` (``check_training_split``).
 """
 
 from __future__ import annotations
@@ -17,11 +18,30 @@ from dataclasses import dataclass
 from typing import Any
 
 from frostgym.core.env import FrozenEnv
-from frostgym.core.errors import EpisodeNotActiveError
+from frostgym.core.errors import EpisodeNotActiveError, PrivateSplitError
 from frostgym.core.messages import Action, Message
 from frostgym.core.splits import Split
 from frostgym.envs.registry import make_env
 from frostgym.run.plan import make_plan
+
+#: The split training helpers refuse unless told ``allow_private=True``.
+PRIVATE_SPLIT: Split = "private"
+
+
+def check_training_split(split: str, allow_private: bool = False) -> None:
+    """Refuse ``split`` for training when it is (or, comma-separated, includes) ``private``
+    and ``allow_private`` is not true: raises ``PrivateSplitError`` saying why and how to
+    override. Every training helper (``task_rows``, ``TrainingEpisode``, the curriculum,
+    the TRL helpers, the trainer adapters' row builders and envs) calls it; evaluation
+    (``frostgym eval --split private``) does not, as measuring on the split is what it is for."""
+    if allow_private or PRIVATE_SPLIT not in (part.strip() for part in str(split).split(",")):
+        return
+    raise PrivateSplitError(
+        "refusing to train on the private split: it is held out to measure contamination and overfitting "
+        "(the gap between public and private tasks), and a model trained on it has lost that measure for good. "
+        "Train on train (or dev); to use private anyway, pass allow_private=True, and declare it on the cards "
+        "of the models it trained (frostgym eval --trained-on-private)."
+    )
 
 
 @dataclass(frozen=True)
@@ -41,9 +61,13 @@ class TaskRow:
         return {"env_id": self.env_id, "split": self.split, "task_id": self.task_id, "episode_seed": self.episode_seed}
 
 
-def task_rows(env_id: str, *, split: Split = "train", n: int, seed: int, **env_kwargs: Any) -> list[TaskRow]:
+def task_rows(
+    env_id: str, *, split: Split = "train", n: int, seed: int, allow_private: bool = False, **env_kwargs: Any
+) -> list[TaskRow]:
     """``n`` distinct tasks of ``split``, in the plan's seeded order (``make_plan``, one
-    sample each). Raises ``ValueError`` where ``split`` has fewer than ``n`` tasks."""
+    sample each). Raises ``ValueError`` where ``split`` has fewer than ``n`` tasks, and
+    ``PrivateSplitError`` for ``private`` without ``allow_private`` (``check_training_split``)."""
+    check_training_split(split, allow_private)
     plan = make_plan([env_id], split=split, episodes=n, samples=1, seed=seed, env_kwargs=env_kwargs)
     return [TaskRow(env_id, split, entry.task_id, entry.seed) for entry in plan]
 
@@ -105,11 +129,15 @@ class TrainingEpisode:
     ``start(task_id, episode_seed)`` resets it on that task and returns the first messages;
     ``step(action)`` plays one reply. ``tools`` is what the env offers on the current turn
     (OpenAI function schemas; ``[]`` for an env without tools). After the episode ends,
-    ``step`` raises ``EpisodeNotActiveError`` and ``grade`` holds the final grade."""
+    ``step`` raises ``EpisodeNotActiveError`` and ``grade`` holds the final grade. The
+    ``private`` split (made on, or started on) raises ``PrivateSplitError`` unless
+    ``allow_private`` (``check_training_split``)."""
 
-    def __init__(self, env_id: str, split: Split = "train", **env_kwargs: Any) -> None:
+    def __init__(self, env_id: str, split: Split = "train", *, allow_private: bool = False, **env_kwargs: Any) -> None:
+        check_training_split(split, allow_private)
         self.env_id = env_id
         self.split: Split = split
+        self.allow_private = allow_private
         self.env_kwargs = dict(env_kwargs)
         self.env: FrozenEnv = make_env(env_id, split, self.env_kwargs)
         self.messages: list[Message] = []
@@ -126,6 +154,8 @@ class TrainingEpisode:
         return list(getattr(self.env, "tools", None) or [])
 
     def start(self, task_id: str, episode_seed: int, split: Split | None = None) -> list[Message]:
+        if split is not None:
+            check_training_split(split, self.allow_private)
         observation, _ = self.env.reset(
             seed=int(episode_seed), options={"task_id": task_id, "split": split or self.split}
         )

@@ -43,6 +43,10 @@ classes add a ``finish_turn`` tool (the reply without calls that ends a request 
 does (tools listed alphabetically and all at once, lossy schemas, ...) is listed in the
 guide. TRL requires a chat template that renders tool calls (Qwen2.5/Qwen3 do; SmolLM2's
 does not).
+
+The ``private`` split is refused (``PrivateSplitError``) by every helper here unless called
+with ``allow_private=True`` (``frostgym.train.session.check_training_split``): it is what
+measures contamination and overfitting, and training on it spends it.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ from frostgym.core.splits import Split
 from frostgym.core.tasks import Task
 from frostgym.envs.registry import make_env
 from frostgym.train.curriculum import CurriculumSampler
-from frostgym.train.session import StepResult, TaskRow, TrainingEpisode, task_rows
+from frostgym.train.session import StepResult, TaskRow, TrainingEpisode, check_training_split, task_rows
 
 RewardFunc = Callable[..., list[float | None]]
 #: What ``environment_factory`` returns: one factory, or one per tool set (``toolset_key``).
@@ -102,17 +106,23 @@ def toolset_key(env_id: str, names: Sequence[str]) -> str:
     return f"{env_id.rsplit('/', 1)[-1]}:{digest}"
 
 
-def env_dataset(env_id: str, *, split: Split = "train", n: int, seed: int, **env_kwargs: Any) -> Any:
+def env_dataset(
+    env_id: str, *, split: Split = "train", n: int, seed: int, allow_private: bool = False, **env_kwargs: Any
+) -> Any:
     """``n`` distinct tasks of ``split`` as a conversational ``datasets.Dataset``: columns
     ``prompt`` (the reset observation), ``task_id``, ``episode_seed`` and ``split``, and for
     ToolsHTTP-v0 and ToolsMultiTurn-v0 ``environment`` (the row's ``toolset_key``, which
-    ``environment_factory``'s dict routes on). The tasks are ``task_rows``' (the plan's)."""
-    return rows_dataset(task_rows(env_id, split=split, n=n, seed=seed, **env_kwargs), **env_kwargs)
+    ``environment_factory``'s dict routes on). The tasks are ``task_rows``' (the plan's);
+    ``private`` needs ``allow_private=True``."""
+    rows = task_rows(env_id, split=split, n=n, seed=seed, allow_private=allow_private, **env_kwargs)
+    return rows_dataset(rows, allow_private=allow_private, **env_kwargs)
 
 
-def rows_dataset(rows: Sequence[TaskRow], **env_kwargs: Any) -> Any:
+def rows_dataset(rows: Sequence[TaskRow], *, allow_private: bool = False, **env_kwargs: Any) -> Any:
     """``rows`` (``frostgym.train.session.TaskRow``, all of one id) as ``env_dataset``'s
-    ``datasets.Dataset``, one row each, in order."""
+    ``datasets.Dataset``, one row each, in order; rows of ``private`` need ``allow_private=True``."""
+    for row in rows:
+        check_training_split(row.split, allow_private)
     from datasets import Dataset  # type: ignore[import-untyped,unused-ignore]
 
     env_ids = {row.env_id for row in rows}
@@ -186,9 +196,10 @@ class ToolEnv:
     #: instance attribute, not a method, so TRL does not offer it as a tool.
     final_grade: Callable[[str], dict[str, Any] | None]
 
-    def __init__(self, env_id: str | None = None, **env_kwargs: Any) -> None:
+    def __init__(self, env_id: str | None = None, *, allow_private: bool = False, **env_kwargs: Any) -> None:
         self.env_id = env_id or self.default_env_id
         self.env_kwargs = env_kwargs
+        self.allow_private = allow_private
         self.episode: TrainingEpisode | None = None
         self.steps: list[StepResult] = []
         self._pending: list[tuple[str, dict[str, Any], asyncio.Future[str]]] = []
@@ -198,7 +209,7 @@ class ToolEnv:
         """Start the row's episode. The dataset prompt already holds the observation (it is
         checked to be the env's), so nothing is appended to it."""
         if self.episode is None:
-            self.episode = TrainingEpisode(self.env_id, split, **self.env_kwargs)
+            self.episode = TrainingEpisode(self.env_id, split, allow_private=self.allow_private, **self.env_kwargs)
         first = self.episode.start(task_id, int(episode_seed), split)
         self.steps = []
         self._pending = []
@@ -398,7 +409,9 @@ def tool_method(schema: Mapping[str, Any]) -> Callable[..., Any]:
 
 
 #: Names a tool method cannot have: TRL's (``reset``, ``get_reward``) and ``ToolEnv``'s own.
-_RESERVED = frozenset({"reset", "get_reward", FINISH_TURN, "steps", "episode", "env_id", "env_kwargs", "final_grade"})
+_RESERVED = frozenset(
+    {"reset", "get_reward", FINISH_TURN, "steps", "episode", "env_id", "env_kwargs", "final_grade", "allow_private"}
+)
 
 
 def tool_env_class(env_id: str, schemas: Sequence[Mapping[str, Any]]) -> type[ToolEnv]:
@@ -447,53 +460,63 @@ def _toolsets(env_id: str, env_kwargs_json: str) -> dict[str, type[ToolEnv]]:
 
 @overload
 def environment_factory(
-    env_id: Literal["frostgym/SQL-v0", "frostgym/Code-v0"], **env_kwargs: Any
+    env_id: Literal["frostgym/SQL-v0", "frostgym/Code-v0"], *, allow_private: bool = False, **env_kwargs: Any
 ) -> Callable[[], ToolEnv]: ...
 @overload
 def environment_factory(
-    env_id: Literal["frostgym/ToolsHTTP-v0", "frostgym/ToolsMultiTurn-v0"], **env_kwargs: Any
+    env_id: Literal["frostgym/ToolsHTTP-v0", "frostgym/ToolsMultiTurn-v0"],
+    *,
+    allow_private: bool = False,
+    **env_kwargs: Any,
 ) -> dict[str, Callable[[], ToolEnv]]: ...
 @overload
-def environment_factory(env_id: str, **env_kwargs: Any) -> EnvironmentFactory: ...
-def environment_factory(env_id: str, **env_kwargs: Any) -> EnvironmentFactory:
+def environment_factory(env_id: str, *, allow_private: bool = False, **env_kwargs: Any) -> EnvironmentFactory: ...
+def environment_factory(env_id: str, *, allow_private: bool = False, **env_kwargs: Any) -> EnvironmentFactory:
     """What to pass as ``GRPOTrainer(environment_factory=...)`` for a multi-turn id (with
     ``env_dataset`` rows made with the same ``env_kwargs``): a factory of ``SQLToolEnv`` /
     ``CodeToolEnv``, or for ToolsHTTP-v0 and ToolsMultiTurn-v0 a dict of factories keyed by
     ``toolset_key``, one ``tool_env_class`` per tool set the id's tasks offer. ``ValueError``
-    for an id without tools between turns (give TRL ``reward_functions`` alone)."""
+    for an id without tools between turns (give TRL ``reward_functions`` alone). Its
+    objects refuse a row of ``private`` unless ``allow_private=True``."""
     if env_id == SQL_ID:
-        return functools.partial(SQLToolEnv, env_id, **env_kwargs)
+        return functools.partial(SQLToolEnv, env_id, allow_private=allow_private, **env_kwargs)
     if env_id == CODE_ID:
-        return functools.partial(CodeToolEnv, env_id, **env_kwargs)
+        return functools.partial(CodeToolEnv, env_id, allow_private=allow_private, **env_kwargs)
     if env_id in PER_TASK_TOOLS:
         classes = _toolsets(env_id, json.dumps(env_kwargs, sort_keys=True, default=repr))
-        return {key: functools.partial(cls, env_id, **env_kwargs) for key, cls in classes.items()}
+        return {
+            key: functools.partial(cls, env_id, allow_private=allow_private, **env_kwargs)
+            for key, cls in classes.items()
+        }
     raise ValueError(
         f"{env_id} has no tools between turns: train it with reward_functions alone; "
         f"environment_factory serves {', '.join(TOOL_ENVS)}"
     )
 
 
-def sql_environment_factory(env_id: str = SQL_ID, **env_kwargs: Any) -> Callable[[], SQLToolEnv]:
+def sql_environment_factory(
+    env_id: str = SQL_ID, *, allow_private: bool = False, **env_kwargs: Any
+) -> Callable[[], SQLToolEnv]:
     """``environment_factory`` for SQL-v0 (kept for older code)."""
     if env_id != SQL_ID:
         raise ValueError(f"sql_environment_factory serves {SQL_ID}, not {env_id}: use environment_factory")
-    return functools.partial(SQLToolEnv, env_id, **env_kwargs)
+    return functools.partial(SQLToolEnv, env_id, allow_private=allow_private, **env_kwargs)
 
 
 class _Grader:
     """One env per thread, and a per-batch memo of grades keyed by (task, seed, split, text)."""
 
-    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any]) -> None:
+    def __init__(self, env_id: str, env_kwargs: Mapping[str, Any], allow_private: bool = False) -> None:
         self.env_id = env_id
         self.env_kwargs = dict(env_kwargs)
+        self.allow_private = allow_private
         self.local = threading.local()
 
     def _episode(self, split: Split, level: int | None) -> TrainingEpisode:
         episodes: dict[tuple[str, int | None], TrainingEpisode] = self.local.__dict__.setdefault("episodes", {})
         if (split, level) not in episodes:
             kwargs = self.env_kwargs if level is None else {**self.env_kwargs, "level": level}
-            episodes[(split, level)] = TrainingEpisode(self.env_id, split, **kwargs)
+            episodes[(split, level)] = TrainingEpisode(self.env_id, split, allow_private=self.allow_private, **kwargs)
         return episodes[(split, level)]
 
     def grade(
@@ -554,7 +577,7 @@ def _probe_components(env_id: str, env_kwargs: Mapping[str, Any]) -> list[str]:
 
 
 def reward_functions(
-    env_id: str, *, curriculum: CurriculumSampler | None = None, **env_kwargs: Any
+    env_id: str, *, curriculum: CurriculumSampler | None = None, allow_private: bool = False, **env_kwargs: Any
 ) -> list[RewardFunc]:
     """One reward function per weighted grade component, then ``frostgym_score`` (the reward).
 
@@ -564,14 +587,17 @@ def reward_functions(
     and ``frostgym_score`` records each completion's pass (score 1) at its row's level.
     Every id works: with TRL's ``environments`` kwarg (an ``environment_factory`` run) the
     grade is each object's ``final_grade(last reply)``; without, the completion's text is
-    stepped on a private env until its episode ends (once, on a single-turn id).
+    stepped on a private env until its episode ends (once, on a single-turn id). Rows of
+    the ``private`` split are refused unless ``allow_private=True`` (or ``curriculum`` was
+    made with it).
     """
     if curriculum is not None:
         env_kwargs = {**curriculum.env_kwargs, **env_kwargs}
         probe_kwargs = {**env_kwargs, "level": curriculum.curriculum.level}
     else:
         probe_kwargs = env_kwargs
-    grader = _Grader(env_id, env_kwargs)
+    allowed = allow_private or (curriculum is not None and curriculum.allow_private)
+    grader = _Grader(env_id, env_kwargs, allowed)
 
     def make(component: str | None) -> RewardFunc:
         def reward(prompts: Sequence[Any], completions: Sequence[Any], **kwargs: Any) -> list[float | None]:
@@ -603,7 +629,8 @@ def curriculum_dataset(sampler: CurriculumSampler, *, batch: int = 8) -> Any:
     ``shuffle_dataset=False``, and pass the same sampler to ``reward_functions(...,
     curriculum=sampler)`` so each batch's rewards move the curriculum. The loader reads
     ahead, so a move shows a batch or two later; the tasks are still a function of the
-    seed and the rewards so far (``frostgym.train.curriculum``)."""
+    seed and the rewards so far (``frostgym.train.curriculum``). The sampler's split was
+    checked when it was made (``private`` needs ``CurriculumSampler(..., allow_private=True)``)."""
     from datasets import IterableDataset  # type: ignore[import-untyped,unused-ignore]
 
     def rows() -> Any:

@@ -26,6 +26,9 @@ module only pins down the parts Gymnasium leaves to the caller:
   the first sub-env that reports a key. Grade ``details`` may hold an ``int`` in one
   sub-env and a ``str`` or ``None`` in another, so these envs widen such an array to
   ``object`` instead of failing.
+- **The private split.** Both ``make_vector_env`` (a ``split`` env argument) and
+  ``group_reset`` (its ``split``) refuse ``private`` unless ``allow_private=True``
+  (``frostgym.train.session.check_training_split``): these are training's envs.
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 from frostgym.core.messages import Observation
 from frostgym.core.seeding import derive_seed
 from frostgym.core.spaces import ChatObservationSpace, TextActionSpace
+from frostgym.train.session import check_training_split
 
 __all__ = [
     "FrozenAsyncVectorEnv",
@@ -200,6 +204,7 @@ def make_vector_env(
     asynchronous: bool = False,
     autoreset_mode: AutoresetMode = AutoresetMode.NEXT_STEP,
     context: str | None = None,
+    allow_private: bool = False,
     **env_kwargs: Any,
 ) -> FrozenSyncVectorEnv | FrozenAsyncVectorEnv:
     """``num_envs`` copies of ``gymnasium.make(env_id, **env_kwargs)`` batched together.
@@ -207,8 +212,10 @@ def make_vector_env(
     ``asynchronous=True`` runs each sub-env in its own process (``context`` picks the
     multiprocessing start method; ``None`` is the platform default). Observations come
     back as a tuple of conversations, actions go in as a sequence of replies (strings or
-    tool-call dicts), one per sub-env.
+    tool-call dicts), one per sub-env. A ``split`` of ``private`` needs ``allow_private=True``.
     """
+    if "split" in env_kwargs:
+        check_training_split(str(env_kwargs["split"]), allow_private)
     if num_envs < 1:
         raise ValueError(f"num_envs must be >= 1, got {num_envs}")
     fns = [_EnvFactory(env_id, dict(env_kwargs)) for _ in range(num_envs)]
@@ -235,6 +242,7 @@ def group_reset(
     seed: int,
     task_id: str | None = None,
     split: str | None = None,
+    allow_private: bool = False,
 ) -> GroupReset:
     """Reset every sub-env of ``envs`` on one task with distinct seeds (a GRPO group).
 
@@ -244,8 +252,11 @@ def group_reset(
     ``options={"task_id": task_id}`` and seed ``group_seeds(seed, n)[i]``: the same task,
     different episode ids and per-episode randomness. The seeds are explicit, so this also
     works on a plain Gymnasium vector env. Raises ``RuntimeError`` if a sub-env ignored the
-    option or two members share an episode id, the failure OpenEnv #1102 shipped silently.
+    option or two members share an episode id, the failure OpenEnv #1102 shipped silently,
+    and ``PrivateSplitError`` for ``split="private"`` without ``allow_private=True``.
     """
+    if split is not None:
+        check_training_split(split, allow_private)
     n = envs.num_envs
     extra: dict[str, Any] = {} if split is None else {"split": split}
     if task_id is None:
