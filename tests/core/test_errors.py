@@ -15,6 +15,7 @@ Exempt, and why:
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import pkgutil
 import sys
@@ -45,8 +46,8 @@ def _public_exception_classes() -> list[type[BaseException]]:
     for info in pkgutil.walk_packages(frostgym.__path__, "frostgym."):
         try:
             importlib.import_module(info.name)
-        except ModuleNotFoundError as error:
-            if APART.get(info.name) != error.name:
+        except ImportError:
+            if info.name not in APART or importlib.util.find_spec(APART[info.name]) is not None:
                 raise
     found = []
     for name, module in sorted(sys.modules.items()):
