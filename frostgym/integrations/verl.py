@@ -51,6 +51,7 @@ import asyncio
 import json
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar, cast
 from uuid import uuid4
@@ -155,6 +156,22 @@ def _task_of(kwargs: Mapping[str, Any]) -> tuple[str, str, int, Split, dict[str,
     return str(sample["env_id"]), str(sample["task_id"]), int(sample["episode_seed"]), split, dict(env_kwargs)
 
 
+@dataclass
+class _Trajectory:
+    """One run's state between turns: the chat so far, the token sequence and its metadata."""
+
+    tools: Any
+    messages: list[dict[str, Any]]
+    token_ids: list[int]
+    response_mask: list[int] = field(default_factory=list)
+    response_logprobs: list[float] = field(default_factory=list)
+    added: list[list[Message]] = field(default_factory=list)
+    turn_scores: list[float] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    assistant_turns: int = 0
+    env_turns: int = 0
+
+
 @register(AGENT_NAME)  # type: ignore[misc, unused-ignore]  # verl ships no type hints
 class FrostgymAgentLoop(AgentLoopBase):  # type: ignore[misc, unused-ignore]
     """One frostgym episode per ``run`` (see the module docstring). Made by verl's worker
@@ -191,62 +208,70 @@ class FrostgymAgentLoop(AgentLoopBase):  # type: ignore[misc, unused-ignore]
         finally:
             _POOL.release(episode)
 
+    async def _env_turn(self, episode: TrainingEpisode, t: _Trajectory, reply_ids: list[int]) -> bool:
+        """One turn's env part, after the reply's ids joined the sequence: decode the reply
+        (special tokens dropped) as the action, step the env, and unless the episode (or the
+        response length) ends there, append the messages the env added to the sequence
+        (verl's ``ct_merge_context_msg``, mask 0). True when the episode goes on."""
+        tokenizer: Any = self.tokenizer  # verl annotates the class, AutoTokenizer, not an instance
+        reply = tokenizer.decode(reply_ids, skip_special_tokens=True)
+        with simple_timer("tool_calls", t.metrics):
+            result: StepResult = await self._in_thread(episode.step, assistant_action(reply))
+        t.added.append(result.messages)
+        t.turn_scores.append(result.reward)
+        t.messages.append({"role": "assistant", "content": reply})
+        if result.done or len(t.response_mask) >= self.response_length:
+            return False
+        previous = list(t.messages)
+        t.messages.extend(dict(m) for m in result.messages)
+        merged, mask, merged_logprobs = await self.ct_merge_context_msg(
+            previous, t.messages, t.token_ids, t.response_mask, t.response_logprobs or None, tools=t.tools
+        )
+        if len(mask) >= self.response_length:
+            return False
+        t.token_ids, t.response_mask = merged.token_ids, mask
+        if t.response_logprobs:
+            t.response_logprobs = merged_logprobs or []
+        t.env_turns += 1
+        return True
+
     async def _play(
         self, episode: TrainingEpisode, task_id: str, episode_seed: int, split: Split, sampling_params: dict[str, Any]
     ) -> Any:
         first: list[Message] = await self._in_thread(episode.start, task_id, episode_seed, split)
         tools: Any = episode.tools or None  # verl annotates it list[dict] and passes None itself
         messages: list[dict[str, Any]] = [dict(m) for m in first]
-        metrics: dict[str, Any] = {}
         token_ids: list[int] = await self.ct_build_initial_tokens(messages, tools=tools)
-        response_mask: list[int] = []
-        response_logprobs: list[float] = []
-        added: list[list[Message]] = []
-        turn_scores: list[float] = []
+        t = _Trajectory(tools=tools, messages=messages, token_ids=token_ids)
+        metrics = t.metrics
         request_id = uuid4().hex
-        assistant_turns = env_turns = 0
         while True:
             with simple_timer("generate_sequences", metrics):
                 output = await self.server_manager.generate(
-                    request_id=request_id, prompt_ids=token_ids, sampling_params=sampling_params
+                    request_id=request_id, prompt_ids=t.token_ids, sampling_params=sampling_params
                 )
             if "num_preempted" not in metrics:  # as ToolAgentLoop counts it: -1 where the server gives none
                 metrics["num_preempted"] = output.num_preempted if output.num_preempted is not None else -1
             else:
                 metrics["num_preempted"] += output.num_preempted or 0
             logprobs = list(output.log_probs) if output.log_probs else None
-            merged, response_mask, aligned = await self.ct_merge_assistant_token(
-                token_ids,
-                list(output.token_ids),
-                response_mask,
-                response_logprobs if (response_logprobs or logprobs) else None,
+            reply_ids = list(output.token_ids)
+            merged, t.response_mask, aligned = await self.ct_merge_assistant_token(
+                t.token_ids,
+                reply_ids,
+                t.response_mask,
+                t.response_logprobs if (t.response_logprobs or logprobs) else None,
                 assistant_logprobs=logprobs,
             )
-            token_ids = merged.token_ids
+            t.token_ids = merged.token_ids
             if aligned is not None:
-                response_logprobs = aligned
-            assistant_turns += 1
-            tokenizer: Any = self.tokenizer  # verl annotates the class, AutoTokenizer, not an instance
-            reply = tokenizer.decode(list(output.token_ids), skip_special_tokens=True)
-            with simple_timer("tool_calls", metrics):
-                result: StepResult = await self._in_thread(episode.step, assistant_action(reply))
-            added.append(result.messages)
-            turn_scores.append(result.reward)
-            messages.append({"role": "assistant", "content": reply})
-            if result.done or len(response_mask) >= self.response_length:
+                t.response_logprobs = aligned
+            t.assistant_turns += 1
+            if not await self._env_turn(episode, t, reply_ids):
                 break
-            previous = list(messages)
-            messages.extend(dict(m) for m in result.messages)
-            merged, mask, merged_logprobs = await self.ct_merge_context_msg(
-                previous, messages, token_ids, response_mask, response_logprobs or None, tools=tools
-            )
-            if len(mask) >= self.response_length:
-                break
-            token_ids, response_mask = merged.token_ids, mask
-            if response_logprobs:
-                response_logprobs = merged_logprobs or []
-            env_turns += 1
 
+        token_ids, response_mask, response_logprobs = t.token_ids, t.response_mask, t.response_logprobs
+        added, turn_scores, assistant_turns, env_turns = t.added, t.turn_scores, t.assistant_turns, t.env_turns
         grade = episode.grade if episode.done else None
         scores = grade_metrics(grade)
         n = len(response_mask)
