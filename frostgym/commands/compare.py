@@ -20,7 +20,7 @@ from rich.table import Table
 from frostgym.compare.compare import compare_cards
 from frostgym.compare.diagnostics import DIAGNOSTIC_METRICS
 from frostgym.compare.gates import read_gates
-from frostgym.compare.tables import comparison_tables
+from frostgym.compare.tables import capability_line, comparison_tables
 from frostgym.compare.trend import trend
 from frostgym.core.errors import FrostgymError
 
@@ -43,7 +43,9 @@ def compare_cmd(
 ) -> None:
     """Compare CAND against BASE episode by episode: every view with its paired delta, 95%
     bootstrap interval (clustered by task) and McNemar p for pass@1; outcome transitions,
-    costs and diagnostics; with --gate, a decision. Exit 0 promote, 1 block, 2 error."""
+    costs and diagnostics; with several samples per task, both pass@k curves, the reach sets and
+    whether the candidate expanded what it can solve or compressed it; with --gate, a
+    decision. Exit 0 promote, 1 block, 2 error."""
     console = _console()
     try:
         gates = read_gates(gate) if gate is not None else None
@@ -60,6 +62,7 @@ def compare_cmd(
         )
     for table in comparison_tables(comparison):
         console.print(table)
+    console.print(capability_line(comparison), highlight=False, soft_wrap=True, markup=False)
     if json_out is not None:
         text = json.dumps(comparison.to_json(), indent=1, ensure_ascii=False, allow_nan=False)
         json_out.write_text(text + "\n", encoding="utf-8")

@@ -31,6 +31,7 @@ import numpy as np
 
 from frostgym.cards.store import gc_paused
 from frostgym.cards.views import RULE_NAMES, Rule, default_ks
+from frostgym.compare.capability import CEILING_METRIC, Capability, capability, ceiling_k
 from frostgym.compare.costs import COST_METRICS, CostDelta, cost_deltas
 from frostgym.compare.diagnostics import DIAGNOSTIC_METRICS, Diagnostics, diagnose, task_diversity
 from frostgym.compare.facts import EpisodeFacts, IntArray, TaskKey
@@ -89,6 +90,8 @@ class Comparison:
     diagnostics: Mapping[str, Mapping[str, Diagnostics]]  # side -> slice label -> diagnostics
     slices: Mapping[str, tuple[str, ...]]  # slice kind -> members
     private_gaps: tuple[PrivateGap, ...] = ()
+    #: Capability or compression (``frostgym.compare.capability``); None with one sample per task.
+    capability: Capability | None = None
     decision: Decision | None = None
     gates: tuple[GateResult, ...] = ()
     #: The candidate's per-task sums, for its own intervals (``cand_interval``); not in the JSON.
@@ -111,7 +114,9 @@ class Comparison:
     def measure(self, metric: str, slice_name: SliceName, key: str, rule: Rule) -> Measure | None:
         """A view (with its paired delta and interval), a cost or a diagnostic of one slice.
         Costs and diagnostics exist for the overall slice and per env; ``private_gap`` per
-        env whose cards hold both test and private episodes."""
+        env whose cards hold both test and private episodes; ``pass@max`` is pass@K at the
+        largest k both cards have on the slice (``frostgym.compare.capability``)."""
+        metric = self._ceiling(metric, slice_name, key, rule)
         found = self.view(metric, slice_name, key, rule)
         if found is not None:
             return Measure(found.base, found.cand, found.delta, found.ci_low, found.ci_high, found.too_small)
@@ -138,6 +143,7 @@ class Comparison:
     def cand_interval(self, metric: str, slice_name: SliceName, key: str, rule: Rule) -> OwnInterval | str:
         """The candidate's own 95% interval for a view or a cost of one slice
         (``frostgym.compare.intervals``), or why there is none."""
+        metric = self._ceiling(metric, slice_name, key, rule)
         own = self.own_sums
         if own is None:
             return "this comparison holds no per-task sums"
@@ -145,6 +151,13 @@ class Comparison:
         if rows is None:
             return f"no slice {_slice_label(slice_name, key)}"
         return own.interval(metric, rule, rows, task_set_seed([own.tasks[i] for i in rows.tolist()]))
+
+    def _ceiling(self, metric: str, slice_name: SliceName, key: str, rule: Rule) -> str:
+        """``metric``, with ``pass@max`` read as the pass@K it stands for on this slice."""
+        if metric != CEILING_METRIC:
+            return metric
+        k = ceiling_k(self.ks, [v for k in self.ks if (v := self.view(f"pass@{k}", slice_name, key, rule)) is not None])
+        return metric if k is None else f"pass@{k}"
 
     def with_gates(self, gates: Sequence[Gate]) -> Comparison:
         """This comparison with every gate judged and the decision made."""
@@ -169,6 +182,7 @@ class Comparison:
             "ks": list(self.ks),
             "views": [v.to_json() for v in self.views],
             "private_gaps": [g.to_json() for g in self.private_gaps],
+            "capability": None if self.capability is None else self.capability.to_json(),
             "label_transitions": [{"base": t.base, "cand": t.cand, "count": t.count} for t in self.transitions],
             "costs": [c.to_json() for c in self.costs],
             "diagnostics": {
@@ -271,6 +285,7 @@ def _compare(base: CardFacts, cand: CardFacts, overlap: bool) -> Comparison:
         },
         slices={kind: tuple(sorted(key for k, key in members if k == kind)) for kind in SLICE_KINDS},
         private_gaps=tuple(private_gaps(b, c)),
+        capability=capability(ks, deltas, tasks, b, base_row, c, cand_row),
         own_sums=OwnSums(
             tasks=tuple(tasks),
             views=tuple(views),

@@ -1,7 +1,8 @@
 """A comparison as terminal tables: what a person reads before the JSON.
 
 Why this order: pairing and drops first (a comparison with many drops or unpaired episodes
-is not the comparison it looks like), then the overall views with intervals, the per-env
+is not the comparison it looks like), then the overall views with intervals, capability or
+compression (both pass@k curves and the reach sets, with several samples per task), the per-env
 picture, where outcomes moved, costs, diagnostics, and last the gates (each verdict beside
 the interval it was judged on) and the decision. Tables show the errors_as_failures rule; the JSON has both rules.
 """
@@ -36,6 +37,7 @@ def comparison_tables(comparison: Comparison) -> Iterator[Table]:
         "Overall (errors as failures)",
         [v for v in comparison.views if v.slice == "overall" and v.rule == "errors_as_failures"],
     )
+    yield from _capability_tables(comparison)
     headline = [
         v
         for v in comparison.views
@@ -81,6 +83,42 @@ def comparison_tables(comparison: Comparison) -> Iterator[Table]:
             verdict = "pass" if g.passed else "FAIL"
             gates.add_row(g.name, g.slice, _num(g.value), f"{g.threshold:g}", verdict, g.interval_text(), g.detail)
         yield gates
+
+
+def _capability_tables(comparison: Comparison) -> Iterator[Table]:
+    found = comparison.capability
+    if found is None:
+        return
+    crossing = "the curves do not cross" if found.crossing is None else f"the curves cross at k = {found.crossing}"
+    curve = Table(
+        "k", "base pass@k", "cand pass@k", "delta", "95% CI", "tasks",
+        title="Capability or compression: pass@k curves (errors as failures)", caption=crossing,
+    )  # fmt: skip
+    for v in found.curve:
+        interval = "-" if v.ci_low is None or v.ci_high is None else f"[{v.ci_low:+.3f}, {v.ci_high:+.3f}]"
+        tasks = f"{v.n_tasks}" + (" (too few to say)" if v.too_small else "")
+        curve.add_row(
+            v.view.removeprefix("pass@"), _num(v.base), _num(v.cand), _num(v.delta, signed=True), interval, tasks
+        )
+    yield curve
+    reach = Table(
+        "tasks", "base reaches", "cand reaches", "both", "only cand", "only base",
+        title="Reach: tasks solved in any sample", caption=f"verdict: {found.verdict}",
+    )  # fmt: skip
+    both = found.cand_reached - len(found.cand_only)
+    reach.add_row(
+        str(found.tasks), str(found.base_reached), str(found.cand_reached), str(both),
+        str(len(found.cand_only)), str(len(found.base_only)),
+    )  # fmt: skip
+    yield reach
+
+
+def capability_line(comparison: Comparison) -> str:
+    """The one-line capability verdict the command prints (``frostgym.compare.capability``)."""
+    found = comparison.capability
+    if found is None:
+        return "capability: no verdict: one sample per task, so no pass@k curve (run with --samples N)"
+    return f"capability: {found.verdict}: {found.reason}"
 
 
 def _views_table(title: str, rows: list[ViewDelta], *, with_slice: bool = False) -> Table:

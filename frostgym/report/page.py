@@ -442,10 +442,22 @@ def _compare_section(comparisons: Sequence[CardComparison]) -> str:
             )  # fmt: skip
         header = ["slice", "view", item.base, item.cand, "delta", "95% interval", "McNemar p", "tasks", ""]
         parts.append(_table(header, rows, numeric=True))
+        parts.append(_capability(comparison))
         transitions = [[t.base, t.cand, str(t.count)] for t in comparison.transitions]
         parts.append("<h4>Outcome transitions (paired episodes)</h4>")
         parts.append(_table([f"in {item.base}", f"in {item.cand}", "episodes"], transitions, numeric=True))
     return _section("compare", "Comparison", "".join(parts))
+
+
+def _capability(comparison: Comparison) -> str:
+    """Capability or compression (``frostgym.compare.capability``): the verdict and its numbers."""
+    found = comparison.capability
+    if found is None:
+        return ""
+    return (
+        f"<p>Capability or compression: <strong>{_e(found.verdict)}</strong>: {_e(found.reason)} "
+        f"(pass@{found.k_max} is the largest k both cards have; the rule is in docs/compare.md).</p>"
+    )
 
 
 def _browser_section() -> str:
