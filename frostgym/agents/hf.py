@@ -206,6 +206,13 @@ class HFAgent:
     def device(self) -> torch.device:
         return torch.device(next(self.model.parameters()).device)
 
+    @property
+    def context_length(self) -> int | None:
+        """The most tokens (prompt and reply) the model takes: its config's
+        ``max_position_embeddings``, None when it declares none."""
+        length = getattr(getattr(self.model, "config", None), "max_position_embeddings", None)
+        return length if isinstance(length, int) and not isinstance(length, bool) and length > 0 else None
+
     def describe(self) -> dict[str, Any]:
         described = {
             "spec": f"hf:{self.model_id}",

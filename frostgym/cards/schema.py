@@ -25,6 +25,7 @@ from typing import Any, Final, get_args
 import msgspec
 
 from frostgym.cards.card import CARD_SCHEMA, CHECKPOINT_KEY, DROPS_FILE, EPISODES_FILE, SUMMARY_KEYS, CardStatus
+from frostgym.cards.contract import BASELINE_ROLES
 from frostgym.cards.views import RULE_NAMES, SLICES
 from frostgym.core.episode import COUNTED_AS, DROP_CLASSES, CountedAs, DropRecord, EpisodeRecord
 from frostgym.core.seeding import SEED_BITS
@@ -396,6 +397,58 @@ def _config() -> Schema:
     return record({"identity": identity, "execution": execution, "ks": array(integer(1), minItems=1, uniqueItems=True)})
 
 
+def _contract() -> Schema:
+    """``frostgym.cards.contract.describe_contract``."""
+    scalar = {"type": ["string", "number", "integer", "boolean", "null"]}
+    names = array(string(minLength=1), uniqueItems=True)
+    env = record(
+        {
+            "max_turns": integer(1),
+            "limits": mapping(
+                scalar,
+                description="each limit on the work of one call, with the value the env ran under "
+                "(FrozenEnv.contract_limits: sandbox cpu_seconds and memory_mb, SQL sql_timeout_s, rows shown, ...)",
+            ),
+            "tools": record(
+                {
+                    "read_only": names,
+                    "writing": names,
+                    "described_only": {
+                        "const": True,
+                        "description": "the env offers each task's own functions, shown and graded but never run",
+                    },
+                },
+                optional=("described_only",),
+                description="the tools the env can offer its tasks (BFCL multi-turn: its tool classes), by whether a "
+                "call changes state a later call or the grade sees",
+            ),
+        }
+    )
+    positive = {"exclusiveMinimum": 0}
+    agent = record(
+        {
+            "max_new_tokens": nullable(integer(1)),
+            "context_length": nullable(
+                integer(1, description="the model's context in tokens; null when the agent does not know it")
+            ),
+            "request_timeout_s": nullable(number(**positive, description="one request's deadline; null: none")),
+            "episode_wall_s": nullable(number(**positive, description="an episode's wall-time budget; null: none")),
+        },
+        description="the run's part of the contract",
+    )
+    return record(
+        {
+            "envs": mapping(env, description="env id -> its part of the contract"),
+            "agent": agent,
+            "baseline_role": enum(BASELINE_ROLES),
+        },
+        optional=("baseline_role",),
+        description="what bounded each episode (frostgym.cards.contract), recorded when the card was created; "
+        "absent from cards written before it, which read as unknown; baseline_role: what the card stands for as "
+        "a comparison's base (frostgym eval --baseline-role), absent when not declared",
+    )
+
+
 def _accounting() -> Schema:
     """``frostgym.cards.card.accounting``."""
     return record(
@@ -471,6 +524,7 @@ def _card_schema() -> Schema:
         ),
         "packages": mapping(nullable(string()), description="distribution -> version, null when not installed"),
         "git": record({"commit": nullable(string()), "dirty": nullable(boolean())}),
+        "contract": _contract(),
         "host": record(
             {
                 "hostname": string(),
@@ -506,7 +560,7 @@ def _card_schema() -> Schema:
             description="on a regraded card: the source card, the sha256 of its episodes.jsonl, and its graders",
         ),
     }
-    body = record(properties, optional=(*SUMMARY_KEYS, CHECKPOINT_KEY, "regraded_from"))
+    body = record(properties, optional=(*SUMMARY_KEYS, CHECKPOINT_KEY, "regraded_from", "contract"))
     body["allOf"] = [
         {
             "description": "a card closed at least once carries what close() computes from the files",

@@ -10,8 +10,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
+from frostgym.cards.contract import contract_lines
 from frostgym.core.episode import DropRecord
 
 MAX_DROPS_SHOWN = 10
@@ -133,3 +135,5 @@ def print_summary(console: Console, card: Mapping[str, Any], drops: Sequence[Dro
     console.print(views_table(card))
     if "twin_gap" in card["views"]:
         console.print(twin_gap_table(card))
+    for line in contract_lines(card):  # what bounded the episodes (frostgym.cards.contract)
+        console.print(f"contract: {escape(line)}", highlight=False, soft_wrap=True)

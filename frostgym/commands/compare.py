@@ -53,7 +53,7 @@ def compare_cmd(
     except (FrostgymError, OSError) as error:
         console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_ERROR) from None
-    _warn_trained_on_private(console, base, cand)
+    _warn_cards(console, base, cand)
     pairing = comparison.pairing
     if pairing.base_only or pairing.cand_only:
         console.print(
@@ -71,15 +71,25 @@ def compare_cmd(
         raise typer.Exit(EXIT_PROMOTE if comparison.decision == "promote" else EXIT_BLOCK)
 
 
-def _warn_trained_on_private(console: Console, base: Path, cand: Path) -> None:
-    """A warning line per side whose card declares its agent trained on the private split."""
+def _warn_cards(console: Console, base: Path, cand: Path) -> None:
+    """What to know before the tables: a warning line per side whose card declares its
+    agent trained on the private split; the base's role (``frostgym eval --baseline-role``);
+    and a warning line per part of the evaluation contract the two cards differ in
+    (``frostgym.cards.contract.contract_differences``: max_turns, a limit, the tools, the
+    agent's budgets), since their episodes were then not played under the same rules."""
     from frostgym.cards.card import CARD_FILE
+    from frostgym.cards.contract import contract_differences, read_contract
     from frostgym.cards.store import read_json
     from frostgym.cards.summary import card_warnings
 
-    for side, directory in (("base", base), ("cand", cand)):
-        for warning in card_warnings(read_json(directory / CARD_FILE)):  # compare_cards read it already
+    cards = {side: read_json(directory / CARD_FILE) for side, directory in (("base", base), ("cand", cand))}
+    for side, card in cards.items():  # compare_cards read them already
+        for warning in card_warnings(card):
             console.print(f"[yellow]warning: {side}: {escape(warning)}[/yellow]", highlight=False, soft_wrap=True)
+    role = read_contract(cards["base"])["baseline_role"]
+    console.print(f"base role: {escape(str(role or 'not declared'))}", highlight=False, soft_wrap=True)
+    for difference in contract_differences(cards["base"], cards["cand"]):
+        console.print(f"[yellow]warning: contract: {escape(difference)}[/yellow]", highlight=False, soft_wrap=True)
 
 
 def trend_cmd(

@@ -17,6 +17,7 @@ import gymnasium
 import typer
 from rich.markup import escape
 
+from frostgym.cards.contract import BaselineRole
 from frostgym.commands.common import console, json_object
 from frostgym.commands.options import finite_float
 from frostgym.commands.progress import RunProgress, TokenMeter, load_agent
@@ -46,6 +47,10 @@ TWINS_HELP = (
 TRAINED_ON_PRIVATE_HELP = (
     "Declare that the agent's model was trained on the private split (allow_private=True in frostgym's training "
     "helpers): the card records it, and summary and compare warn that its private-split scores measure nothing."
+)
+BASELINE_ROLE_HELP = (
+    "What this card stands for as the base of a comparison: previous (the checkpoint before), sft (the SFT model "
+    "the run started from), production (the model serving now) or other; recorded in the card, printed by compare."
 )
 TASK_CONFIG_HELP = (
     "The task generator's config as a JSON object, e.g. '{\"max_operand\": 9}' for Arithmetic-v0; "
@@ -121,6 +126,7 @@ def eval_cmd(
     exclude_unknown: Annotated[UnknownPolicy, typer.Option(help=EXCLUDE_UNKNOWN_HELP)] = "error",
     twins: Annotated[bool, typer.Option("--twins", help=TWINS_HELP)] = False,
     trained_on_private: Annotated[bool, typer.Option("--trained-on-private", help=TRAINED_ON_PRIVATE_HELP)] = False,
+    baseline_role: Annotated[BaselineRole | None, typer.Option(help=BASELINE_ROLE_HELP)] = None,
     backend: Annotated[
         str,
         typer.Option(
@@ -218,7 +224,10 @@ def eval_cmd(
             raise typer.BadParameter(str(error)) from error
         # BackendRefusedError (a cluster refusing this driver's token) is ``main``'s one line, exit 2
         _run_with_progress(
-            lambda **hooks: run_to_card(out, policy, config, options, resume=resume, envs=envs, **hooks), out
+            lambda **hooks: run_to_card(
+                out, policy, config, options, resume=resume, envs=envs, baseline_role=baseline_role, **hooks
+            ),
+            out,
         )
 
 

@@ -182,6 +182,26 @@ class FrozenEnv(gymnasium.Env[Observation, Action], ABC):
         their own limits needs nothing more; one that waits on outside work (a sandbox)
         overrides it to stop that work."""
 
+    # -- the evaluation contract -------------------------------------------------------
+    def contract(self) -> dict[str, Any]:
+        """This env's part of a card's evaluation contract (``frostgym.cards.contract``):
+        its turn limit, the value of each limit on the work one call may do
+        (``contract_limits``) and the tools it offers, read-only or writing (``tool_access``)."""
+        return {"max_turns": self.max_turns, "limits": self.contract_limits(), "tools": self.tool_access()}
+
+    def contract_limits(self) -> dict[str, Any]:
+        """Each of ``limit_kwargs`` with the value this env runs under, by name. A family
+        whose limits are kept elsewhere, or bound by more than its arguments (a fixed
+        deadline), overrides it; values are JSON scalars."""
+        return {name: getattr(self, name) for name in sorted(self.limit_kwargs)}
+
+    def tool_access(self) -> dict[str, Any]:
+        """The tools this env can offer its tasks, by name: ``read_only`` (a call changes no
+        state a later call or the grade sees) and ``writing`` (it does); a family decides
+        each of its own (none by default). ``described_only`` (true) marks tools that are
+        shown and graded but never run."""
+        return {"read_only": [], "writing": []}
+
     # -- gymnasium API ---------------------------------------------------------------
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

@@ -12,6 +12,7 @@ from typing import Any
 
 from frostgym.agents.base import Agent
 from frostgym.cards.card import CardWriter
+from frostgym.cards.contract import describe_contract
 from frostgym.cards.provenance import describe_envs, git_info, host_info, package_versions
 from frostgym.cards.views import default_ks
 from frostgym.evaluate.exclusions import excluded_tasks
@@ -103,6 +104,7 @@ def run_to_card(
     on_plan: Callable[[int, int], None] | None = None,
     on_outcome: Callable[[Outcome], None] | None = None,
     envs: EnvBackend | None = None,
+    baseline_role: str | None = None,
 ) -> dict[str, Any]:
     """Play ``config``'s plan (``card_config``; or ``plan``, when given: it is gone through
     once, as the card writes it) with ``agent`` into the card at ``out``, and return the
@@ -115,7 +117,9 @@ def run_to_card(
     card's provenance; ``on_plan(total, already_done)`` is called once the card is on disk,
     before the first episode, and ``on_outcome`` after each; ``envs`` is where the envs
     live (this process by default; ``RayEnvs`` for a Ray cluster): the card does not
-    depend on it.
+    depend on it. A new card records the contract it is played under
+    (``frostgym.cards.contract.describe_contract``), with ``baseline_role`` when given (one
+    of ``BASELINE_ROLES``: ``ValueError`` otherwise, before any file).
 
     Whatever stops the run (Ctrl-C, a full disk, a dead backend) is raised after the card
     was closed as ``interrupted``, resumable with the same call and ``resume=True``; when
@@ -144,6 +148,9 @@ def run_to_card(
             "packages": package_versions(distributions),
             "git": git_info(),
             "host": host_info(),
+            "contract": describe_contract(
+                identity["env_ids"], identity["split"], made_with.kwargs_for, agent, identity["sampling"], baseline_role
+            ),
             **(extra or {}),
         }
         writer = CardWriter.create(out, config=config, plan=plan, provenance=provenance)

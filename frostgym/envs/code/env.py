@@ -140,6 +140,19 @@ class CodeEnv(FrozenEnv):
         if used is not None:
             used.interrupt()
 
+    def contract_limits(self) -> dict[str, Any]:
+        """The limits of one run of the agent's code (``SandboxLimits``): CPU seconds,
+        memory, and the wall-clock budget that follows from them."""
+        return {
+            "cpu_seconds": self.limits.cpu_seconds,
+            "memory_mb": self.limits.memory_bytes // (1 << 20),
+            "wall_seconds": self.limits.wall_budget,
+        }
+
+    def tool_access(self) -> dict[str, Any]:
+        """Both tools only run code, each run in a fresh sandbox that nothing outlives."""
+        return {"read_only": ["run_tests", "submit"], "writing": []}
+
     def first_messages(self, task: Task) -> list[Message]:
         system = SYSTEM_PROMPT + (MULTI_TURN_PROMPT.format(turns=self.max_turns) if self.max_turns > 1 else "")
         user = f"Complete this function:\n\n```python\n{task.prompt.strip()}\n```"

@@ -94,6 +94,21 @@ class SQLEnv(FrozenEnv):
         self.max_result_chars = max_result_chars
         self.tools = TOOLS
 
+    def contract_limits(self) -> dict[str, Any]:
+        """The rows and characters of a result shown, and the deadline and memory growth
+        every agent query runs under (``ExecutionLimits``' defaults, which no argument changes)."""
+        query = ExecutionLimits()
+        return {
+            "max_result_chars": self.max_result_chars,
+            "max_result_rows": self.max_result_rows,
+            "sql_memory_mb": query.max_memory_bytes // (1 << 20),
+            "sql_timeout_s": query.timeout_s,
+        }
+
+    def tool_access(self) -> dict[str, Any]:
+        """Both tools read: every query runs on a read-only connection (``SafeDatabase``)."""
+        return {"read_only": sorted(_TOOL_TAG), "writing": []}
+
     def first_messages(self, task: Task) -> list[Message]:
         database = task.metadata["database"]
         return [

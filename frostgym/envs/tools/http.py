@@ -106,6 +106,18 @@ class HTTPToolsEnv(ToolCallingEnv):
         self._malformed = 0
 
     # -- FrozenEnv hooks ---------------------------------------------------------------------
+    def contract_limits(self) -> dict[str, Any]:
+        return {"max_calls_per_turn": MAX_CALLS_PER_TURN}
+
+    def tool_access(self) -> dict[str, Any]:
+        """Every tool a task may be offered, marked by its request (``HttpTool.writes``):
+        POST and DELETE write, GET reads."""
+        tools = sorted(TOOL_BY_NAME.values(), key=lambda tool: tool.name)
+        return {
+            "read_only": [tool.name for tool in tools if not tool.writes],
+            "writing": [tool.name for tool in tools if tool.writes],
+        }
+
     def first_messages(self, task: Task) -> list[Message]:
         names = list(task.metadata["tools"])
         self.tools = tool_schemas(names)

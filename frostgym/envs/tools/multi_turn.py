@@ -40,6 +40,8 @@ from frostgym.graders.tool_state import TurnEvidence, TurnVerdict, check_turn, g
 from frostgym.tools.bfcl_multi_turn import (
     ADDED_FUNCTIONS_PROMPT,
     CATEGORIES,
+    CLASSES,
+    STATELESS_CLASSES,
     CallOutcome,
     MultiTurnEntry,
     ToolWorld,
@@ -137,6 +139,19 @@ class MultiTurnToolsEnv(ToolCallingEnv):
         self._malformed = 0
         self._results: list[str] = []
         self._verdicts: list[TurnVerdict] = []
+
+    # -- the evaluation contract -------------------------------------------------------------
+    def contract_limits(self) -> dict[str, Any]:
+        return {"max_steps_per_turn": self.max_steps_per_turn}
+
+    def tool_access(self) -> dict[str, Any]:
+        """By BFCL class, each offering its methods as tools: the stateless ones
+        (``STATELESS_CLASSES``: MathAPI) read, every other class holds the state its calls
+        change and the grade compares (files, messages, bookings, orders, the vehicle)."""
+        return {
+            "read_only": sorted(STATELESS_CLASSES),
+            "writing": sorted(set(CLASSES) - STATELESS_CLASSES),
+        }
 
     # -- episode start ------------------------------------------------------------------
     def first_messages(self, task: Task) -> list[Message]:

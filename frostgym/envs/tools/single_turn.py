@@ -92,6 +92,10 @@ class ToolsEnv(ToolCallingEnv):
         #: The current episode's functions as OpenAI tools (empty before the first reset).
         self.tools: list[dict[str, Any]] = []
 
+    def tool_access(self) -> dict[str, Any]:
+        """Each task's own BFCL functions, shown and graded on the calls written, never run."""
+        return {"read_only": [], "writing": [], "described_only": True}
+
     def first_messages(self, task: Task) -> list[Message]:
         meta = task.metadata
         self.tools = [bfcl_tool(function, meta["language"]) for function in meta["functions"]]

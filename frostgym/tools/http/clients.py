@@ -179,6 +179,9 @@ class HttpTool:
     properties: Mapping[str, Mapping[str, Any]]
     required: tuple[str, ...]
     function: Callable[..., httpx.Response]
+    #: Whether a call changes the API's state (its request is a POST or a DELETE: a
+    #: booking made, an event created or deleted); the others are GETs that only read.
+    writes: bool = False
 
     @property
     def parameters(self) -> dict[str, Any]:
@@ -298,6 +301,7 @@ TOOLS: tuple[HttpTool, ...] = (
         },
         ("flight_id", "passenger_name"),
         book_flight,
+        writes=True,
     ),
     HttpTool(
         "list_events",
@@ -328,6 +332,7 @@ TOOLS: tuple[HttpTool, ...] = (
         },
         ("title", "date", "start", "end"),
         create_event,
+        writes=True,
     ),
     HttpTool(
         "find_free_slots",
@@ -353,6 +358,7 @@ TOOLS: tuple[HttpTool, ...] = (
         {"event_id": _s("Event id.")},
         ("event_id",),
         delete_event,
+        writes=True,
     ),
     HttpTool(
         "convert_units",
