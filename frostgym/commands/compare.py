@@ -20,6 +20,7 @@ from rich.table import Table
 from frostgym.compare.compare import compare_cards
 from frostgym.compare.diagnostics import DIAGNOSTIC_METRICS
 from frostgym.compare.gates import read_gates
+from frostgym.compare.prices import read_prices
 from frostgym.compare.tables import capability_line, comparison_tables
 from frostgym.compare.trend import trend
 from frostgym.core.errors import FrostgymError
@@ -40,6 +41,13 @@ def compare_cmd(
     overlap: Annotated[
         bool, typer.Option(help="Compare only the episodes both plans share when the plans differ.")
     ] = False,
+    prices: Annotated[
+        Path | None,
+        typer.Option(
+            help="A price table TOML (per model id: input_per_million, output_per_million, USD): adds "
+            "cost_per_episode; a card whose model it does not price is an error."
+        ),
+    ] = None,
 ) -> None:
     """Compare CAND against BASE episode by episode: every view with its paired delta, 95%
     bootstrap interval (clustered by task) and McNemar p for pass@1; outcome transitions,
@@ -49,7 +57,8 @@ def compare_cmd(
     console = _console()
     try:
         gates = read_gates(gate) if gate is not None else None
-        comparison = compare_cards(base, cand, gates, overlap=overlap)
+        table = read_prices(prices) if prices is not None else None
+        comparison = compare_cards(base, cand, gates, overlap=overlap, prices=table)
     except (FrostgymError, OSError) as error:
         console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_ERROR) from None
@@ -60,8 +69,16 @@ def compare_cmd(
             f"comparing {pairing.paired} shared episodes; only in base: {pairing.base_only}, "
             f"only in cand: {pairing.cand_only}"
         )
-    for table in comparison_tables(comparison):
-        console.print(table)
+    for side, (model, price) in (comparison.prices or {}).items():
+        console.print(
+            f"price ({side}): {model}: ${price.input_per_million:g} input, "
+            f"${price.output_per_million:g} output per million tokens",
+            highlight=False,
+            soft_wrap=True,
+            markup=False,
+        )
+    for shown in comparison_tables(comparison):
+        console.print(shown)
     console.print(capability_line(comparison), highlight=False, soft_wrap=True, markup=False)
     if json_out is not None:
         text = json.dumps(comparison.to_json(), indent=1, ensure_ascii=False, allow_nan=False)

@@ -38,6 +38,7 @@ from frostgym.compare.facts import EpisodeFacts, IntArray, TaskKey
 from frostgym.compare.gates import Decision, Gate, GateResult, Measure, OwnInterval, SliceName, judge
 from frostgym.compare.intervals import OwnSums, cost_sums
 from frostgym.compare.parallel import read_both
+from frostgym.compare.prices import Price, model_id, price_of
 from frostgym.compare.private_gap import PrivateGap, private_gaps
 from frostgym.compare.reading import CardFacts, plan_difference
 from frostgym.compare.views import (
@@ -92,6 +93,8 @@ class Comparison:
     private_gaps: tuple[PrivateGap, ...] = ()
     #: Capability or compression (``frostgym.compare.capability``); None with one sample per task.
     capability: Capability | None = None
+    #: Each side's model id and its declared price, with a price table (``--prices``); else None.
+    prices: Mapping[str, tuple[str, Price]] | None = None
     decision: Decision | None = None
     gates: tuple[GateResult, ...] = ()
     #: The candidate's per-task sums, for its own intervals (``cand_interval``); not in the JSON.
@@ -185,6 +188,16 @@ class Comparison:
             "capability": None if self.capability is None else self.capability.to_json(),
             "label_transitions": [{"base": t.base, "cand": t.cand, "count": t.count} for t in self.transitions],
             "costs": [c.to_json() for c in self.costs],
+            "prices": None
+            if self.prices is None
+            else {
+                side: {
+                    "model": model,
+                    "input_per_million": price.input_per_million,
+                    "output_per_million": price.output_per_million,
+                }
+                for side, (model, price) in self.prices.items()
+            },
             "diagnostics": {
                 side: {label: d.to_json() for label, d in per_slice.items()}
                 for side, per_slice in self.diagnostics.items()
@@ -193,31 +206,53 @@ class Comparison:
 
 
 def compare_cards(
-    base: Path | str, cand: Path | str, gates: Sequence[Gate] | None = None, *, overlap: bool = False
+    base: Path | str,
+    cand: Path | str,
+    gates: Sequence[Gate] | None = None,
+    *,
+    overlap: bool = False,
+    prices: Mapping[str, Price] | None = None,
 ) -> Comparison:
     """Compare the card directory ``cand`` against ``base``.
 
     Raises ``PlanMismatchError`` when the plans differ and ``overlap`` is False (the message
     names the difference), ``CardCorruptError`` / ``FrostgymError`` for a card that cannot
-    be read. With ``gates`` the result carries a decision (``promote`` or ``block``)."""
+    be read. With ``gates`` the result carries a decision (``promote`` or ``block``); with
+    ``prices`` (``frostgym.compare.prices.read_prices``) its costs include ``cost_per_episode``,
+    and a card whose model the table does not price raises ``PriceFileError`` naming it."""
     base_facts, cand_facts = read_both(Path(base), Path(cand))
-    return compare_facts(base_facts, cand_facts, gates, overlap=overlap)
+    return compare_facts(base_facts, cand_facts, gates, overlap=overlap, prices=prices)
 
 
 def compare_facts(
-    base: CardFacts, cand: CardFacts, gates: Sequence[Gate] | None = None, *, overlap: bool = False
+    base: CardFacts,
+    cand: CardFacts,
+    gates: Sequence[Gate] | None = None,
+    *,
+    overlap: bool = False,
+    prices: Mapping[str, Price] | None = None,
 ) -> Comparison:
     """``compare_cards`` of two cards already read (``read_card_facts``): for a caller that
     holds them for more than the comparison (a report), so neither is read twice. Raises
-    ``PlanMismatchError`` as ``compare_cards`` does."""
+    ``PlanMismatchError`` and ``PriceFileError`` as ``compare_cards`` does."""
     if not overlap and (difference := plan_difference(base, cand)) is not None:  # with overlap: no need to know
         raise PlanMismatchError(f"the cards' plans differ: {difference}; pass --overlap to compare the shared episodes")
+    priced = (
+        None
+        if prices is None
+        else {
+            side: (model_id(facts.card), price_of(prices, facts.card, side))
+            for side, facts in (("base", base), ("cand", cand))
+        }
+    )
     with gc_paused():  # as while reading: many short-lived objects beside two large plans
-        comparison = _compare(base, cand, overlap)
+        comparison = _compare(base, cand, overlap, priced)
     return comparison if gates is None else comparison.with_gates(gates)
 
 
-def _compare(base: CardFacts, cand: CardFacts, overlap: bool) -> Comparison:
+def _compare(
+    base: CardFacts, cand: CardFacts, overlap: bool, priced: Mapping[str, tuple[str, Price]] | None = None
+) -> Comparison:
     # A plan id both plans hold with the same entry (env, task, sample, seed) is one episode.
     shared = sorted(base.rows.keys() & cand.rows.keys())
     if base.card["plan"]["episodes"] != cand.card["plan"]["episodes"]:  # else every shared entry is the same
@@ -270,6 +305,7 @@ def _compare(base: CardFacts, cand: CardFacts, overlap: bool) -> Comparison:
         in_env = pair_env == env_id
         by_label[f"env={env_id}"] = (b, c) if len(envs) == 1 else (b.take(in_env), c.take(in_env))
     diversity = (task_diversity(b), task_diversity(c))
+    side_prices = None if priced is None else (priced["base"][1], priced["cand"][1])
     return Comparison(
         base=str(base.directory),
         cand=str(cand.directory),
@@ -278,7 +314,7 @@ def _compare(base: CardFacts, cand: CardFacts, overlap: bool) -> Comparison:
         drops={side: _drop_counts(facts.facts) for side, facts in (("base", base), ("cand", cand))},
         views=tuple(deltas),
         transitions=_transitions(b, c),
-        costs=tuple(cost for label, (bs, cs) in by_label.items() for cost in cost_deltas(label, bs, cs)),
+        costs=tuple(cost for label, (bs, cs) in by_label.items() for cost in cost_deltas(label, bs, cs, side_prices)),
         diagnostics={
             side: {label: diagnose(group[index], diversity[index]) for label, group in by_label.items()}
             for index, side in ((0, "base"), (1, "cand"))
@@ -286,11 +322,12 @@ def _compare(base: CardFacts, cand: CardFacts, overlap: bool) -> Comparison:
         slices={kind: tuple(sorted(key for k, key in members if k == kind)) for kind in SLICE_KINDS},
         private_gaps=tuple(private_gaps(b, c)),
         capability=capability(ks, deltas, tasks, b, base_row, c, cand_row),
+        prices=priced,
         own_sums=OwnSums(
             tasks=tuple(tasks),
             views=tuple(views),
             view_sums=matrix[:, :, :, 2:4].copy(),
-            costs=cost_sums(c, cand_row, len(tasks)),
+            costs=cost_sums(c, cand_row, len(tasks), None if side_prices is None else side_prices[1]),
             members={slice_id: np.array(sorted(rows), dtype=np.int64) for slice_id, rows in members.items()},
         ),
     )

@@ -1,9 +1,23 @@
-"""What each side spent: tokens, turns, tool calls and time, per episode and per success.
+"""What each side spent: tokens, turns, tool calls, time and money, per episode and per success.
 
 Why per success: a checkpoint that solves more while spending more per episode may still be
 cheaper per solved task, and a checkpoint that got better by writing twice as much is a
 cost a release rule should see (``max_increase`` gates). Every episode the plan ran counts
 toward spend, drops included: their tokens were spent too.
+
+Why percentiles of wall time: a latency SLO is a tail, not a mean (``max`` on
+``wall_seconds_p95`` is "95% of episodes finish within X seconds"). They are exact order
+statistics of the episodes' ``wall_seconds`` with numpy's default definition (``linear``,
+Hyndman and Fan's type 7: for ``n`` sorted values the q-th percentile sits at rank
+``(n - 1) * q / 100``, interpolated linearly between its two neighbours), over every episode
+that ran: completed ones and the drops counted as failures; ``skipped`` and ``cancelled``
+drops never ran and would only pull the tail down.
+
+Why money needs a price table (``frostgym.compare.prices``): ``cost_per_episode`` is the mean
+over episodes of ``(prompt_tokens * input + completion_tokens * output) / 1e6`` USD, from the
+counts the card's steps record and the declared price of each side's model. A side whose
+agent reported no count of a token kind that has a price (the oracle, a replay) has no cost,
+and a gate on it fails saying so, rather than reading 0.
 """
 
 from __future__ import annotations
@@ -13,14 +27,21 @@ from typing import Any
 
 import numpy as np
 
-from frostgym.compare.facts import EpisodeFacts
+from frostgym.compare.facts import EpisodeFacts, FloatArray
+from frostgym.compare.prices import Price
 
+#: The percentiles of wall time per episode, by metric name.
+WALL_PERCENTILES: dict[str, float] = {"wall_seconds_p50": 50.0, "wall_seconds_p95": 95.0, "wall_seconds_p99": 99.0}
+#: The mean USD per episode: only with a price table.
+MONEY = "cost_per_episode"
 COST_METRICS: tuple[str, ...] = (
     "tokens_per_episode",
     "tokens_per_success",
     "turns_per_success",
     "tool_calls_per_episode",
     "wall_seconds_per_episode",
+    *WALL_PERCENTILES,
+    MONEY,
 )
 
 
@@ -46,9 +67,10 @@ class CostDelta:
         }
 
 
-def costs(facts: EpisodeFacts) -> dict[str, float | None]:
-    """Each cost metric of one side. Token costs are None when the agent reported no
-    token counts (the oracle, a replay); per-success costs are None with no success."""
+def costs(facts: EpisodeFacts, price: Price | None = None) -> dict[str, float | None]:
+    """Each cost metric of one side (``cost_per_episode`` only with its model's ``price``).
+    Token costs are None when the agent reported no token counts (the oracle, a replay);
+    per-success costs are None with no success; percentiles are None with no episode that ran."""
     episodes = len(facts)
     successes = int(facts.passed.sum())
     reported = facts.completion_tokens[~np.isnan(facts.completion_tokens)]
@@ -61,16 +83,53 @@ def costs(facts: EpisodeFacts) -> dict[str, float | None]:
         "turns_per_success": turns / successes if successes else None,
         "tool_calls_per_episode": calls / episodes if episodes else None,
         "wall_seconds_per_episode": sum(facts.wall_seconds.tolist()) / episodes if episodes else None,
+        **wall_percentiles(facts),
+        **({} if price is None else {MONEY: cost_per_episode(facts, price)}),
     }
 
 
-def cost_deltas(label: str, base_facts: EpisodeFacts, cand_facts: EpisodeFacts) -> list[CostDelta]:
+def percentile(values: FloatArray, q: float) -> float | None:
+    """The ``q``-th percentile of ``values`` (numpy's default ``linear`` definition: the
+    module docstring), None for no values."""
+    return float(np.percentile(values, q, method="linear")) if len(values) else None
+
+
+def wall_percentiles(facts: EpisodeFacts) -> dict[str, float | None]:
+    """``WALL_PERCENTILES`` of the wall seconds of every episode that ran (completed, or
+    dropped and counted as a failure)."""
+    ran = facts.wall_seconds[facts.done | facts.failure_drop]
+    return {metric: percentile(ran, q) for metric, q in WALL_PERCENTILES.items()}
+
+
+def episode_dollars(facts: EpisodeFacts, price: Price) -> FloatArray | None:
+    """Each row's USD at ``price`` (a step with no count counts 0 of it), or None when a
+    token kind with a nonzero price was reported by no row (the cost is then unknown)."""
+    prompt, completion = facts.prompt_tokens, facts.completion_tokens
+    for counts, rate in ((prompt, price.input_per_million), (completion, price.output_per_million)):
+        if rate and not bool((~np.isnan(counts)).any()):
+            return None
+    dollars: FloatArray = (
+        np.nan_to_num(prompt, nan=0.0) * price.input_per_million
+        + np.nan_to_num(completion, nan=0.0) * price.output_per_million
+    ) / 1e6
+    return dollars
+
+
+def cost_per_episode(facts: EpisodeFacts, price: Price) -> float | None:
+    """The mean USD per episode at ``price`` (``episode_dollars``), None when unknown."""
+    dollars = episode_dollars(facts, price)
+    return None if dollars is None or not len(dollars) else float(sum(dollars.tolist())) / len(dollars)
+
+
+def cost_deltas(
+    label: str, base_facts: EpisodeFacts, cand_facts: EpisodeFacts, prices: tuple[Price, Price] | None = None
+) -> list[CostDelta]:
     """Every cost of one slice's paired episodes (row i of each side is one pair), base
-    against cand."""
-    base = costs(base_facts)
-    cand = costs(cand_facts)
+    against cand; ``cost_per_episode`` only with ``prices`` (base's, cand's)."""
+    base = costs(base_facts, None if prices is None else prices[0])
+    cand = costs(cand_facts, None if prices is None else prices[1])
     out = []
-    for metric in COST_METRICS:
+    for metric in (m for m in COST_METRICS if m in base):
         b, c = base[metric], cand[metric]
         both = b is not None and c is not None
         out.append(

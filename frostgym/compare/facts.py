@@ -74,6 +74,10 @@ class EpisodeFacts:
     components: FloatArray
     #: Summed over the steps; NaN when the agent reported no counts (the oracle, a replay).
     completion_tokens: FloatArray
+    #: The prompt tokens each step was sent, summed over the steps (a multi-turn episode's
+    #: later prompts hold its earlier turns, and each is counted as it was sent); NaN when
+    #: the agent reported none.
+    prompt_tokens: FloatArray
     #: Whether any reply was cut at the token limit.
     truncated: BoolArray
     turns: IntArray
@@ -155,7 +159,7 @@ class FactsBuilder:
         sample = record.sample
         sketched = sample < SKETCHED_SAMPLES
         text = _last_reply(steps)
-        completion, truncated, calls = _steps(steps)
+        completion, prompt, truncated, calls = _steps(steps)
         tells = self._tells(text, sketched)
         passed = False
         label = answer = None
@@ -191,6 +195,7 @@ class FactsBuilder:
                 names.setdefault(label, len(names)),
                 names.setdefault(answer, len(names)),
                 completion,
+                prompt,
                 truncated,
                 len(steps),
                 calls,
@@ -209,7 +214,7 @@ class FactsBuilder:
         names, tasks, tag_sets = self._names, self._tasks, self._tag_sets
         steps = record.steps
         task_id = record.task_id
-        completion, truncated, calls = _steps(steps)
+        completion, prompt, truncated, calls = _steps(steps)
         self._rows.append(
             (
                 record.plan_id,
@@ -224,6 +229,7 @@ class FactsBuilder:
                 0,
                 0,
                 completion,
+                prompt,
                 truncated,
                 len(steps),
                 calls,
@@ -262,6 +268,7 @@ class FactsBuilder:
             answer=_ints(columns["answer"]),
             components=components,
             completion_tokens=np.array(columns["completion_tokens"], dtype=np.float64),
+            prompt_tokens=np.array(columns["prompt_tokens"], dtype=np.float64),
             truncated=np.array(columns["truncated"], dtype=bool),
             turns=_ints(columns["turns"]),
             tool_calls=_ints(columns["tool_calls"]),
@@ -319,6 +326,7 @@ _COLUMNS = (
     "label",
     "answer",
     "completion_tokens",
+    "prompt_tokens",
     "truncated",
     "turns",
     "tool_calls",
@@ -329,11 +337,11 @@ _COLUMNS = (
 )
 
 
-def _steps(steps: Sequence[StepRecord]) -> tuple[float, bool, int]:
-    """(completion tokens, whether any reply was cut at the token limit, tool calls) over
-    the steps; the count is NaN when the agent reported none (the oracle, a replay)."""
-    completion = calls = 0
-    seen = truncated = False
+def _steps(steps: Sequence[StepRecord]) -> tuple[float, float, bool, int]:
+    """(completion tokens, prompt tokens, whether any reply was cut at the token limit, tool
+    calls) over the steps; a count is NaN when the agent reported none (the oracle, a replay)."""
+    completion = prompt = calls = 0
+    seen = seen_prompt = truncated = False
     for step in steps:
         calls += len(step.tool_calls)
         agent = step.agent
@@ -343,8 +351,17 @@ def _steps(steps: Sequence[StepRecord]) -> tuple[float, bool, int]:
         if type(value) is int:
             completion += value
             seen = True
+        value = agent.get("prompt_tokens")
+        if type(value) is int:
+            prompt += value
+            seen_prompt = True
         truncated = truncated or agent.get("finish_reason") == "length"
-    return (float(completion) if seen else math.nan), truncated, calls
+    return (
+        float(completion) if seen else math.nan,
+        float(prompt) if seen_prompt else math.nan,
+        truncated,
+        calls,
+    )
 
 
 @dataclass(slots=True)

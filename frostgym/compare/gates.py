@@ -60,6 +60,8 @@ _KIND: Mapping[str, GateKind] = {
 #: How each interval a verdict can be judged on is named in its output.
 PAIRED = "paired bootstrap"
 _KEYS = frozenset({"name", "metric", "env", "per", "rule", "significant", *_THRESHOLDS})
+#: What a metric that only some comparisons have needs, said when a gate finds none.
+_NEEDS: Mapping[str, str] = {"cost_per_episode": " (money needs a price table: frostgym compare --prices FILE)"}
 
 
 @dataclass(frozen=True)
@@ -268,7 +270,8 @@ def _judge_one(gate: Gate, comparison: Measured, slice_name: SliceName, key: str
     where = "overall" if slice_name == "overall" else f"{slice_name}={key}"
     measure = comparison.measure(gate.metric, slice_name, key, gate.rule)
     if measure is None:
-        return _result(gate, where, None, False, f"no metric {gate.metric!r} on {where}")
+        hint = _NEEDS.get(gate.metric, "")
+        return _result(gate, where, None, False, f"no metric {gate.metric!r} on {where}{hint}")
     if gate.kind == "absolute":
         return _judge_absolute(gate, comparison, measure, slice_name, key, where)
     if gate.kind == "cost":

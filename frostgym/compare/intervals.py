@@ -24,9 +24,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from frostgym.cards.views import RULE_NAMES, Rule
-from frostgym.compare.costs import COST_METRICS
+from frostgym.compare.costs import COST_METRICS, MONEY, WALL_PERCENTILES, episode_dollars
 from frostgym.compare.facts import EpisodeFacts, FloatArray, IntArray, TaskKey
 from frostgym.compare.gates import OwnInterval
+from frostgym.compare.prices import Price
 from frostgym.compare.views import MIN_TASKS, SliceId
 from frostgym.core.stats import bootstrap_ratio, wilson_interval
 
@@ -35,8 +36,9 @@ RATE_VIEWS: tuple[str, ...] = ("pass@", "pass^", "maj@")
 WILSON = "Wilson"
 BOOTSTRAP = "bootstrap by task"
 
-#: The per-task cost columns: reported tokens, episodes, successes, turns, tool calls, seconds.
-_TOKENS, _EPISODES, _SUCCESSES, _TURNS, _CALLS, _SECONDS = range(6)
+#: The per-task cost columns: reported tokens, episodes, successes, turns, tool calls, seconds,
+#: USD (0 without a price table).
+_TOKENS, _EPISODES, _SUCCESSES, _TURNS, _CALLS, _SECONDS, _DOLLARS = range(7)
 #: Each cost as (numerator column, denominator column), as ``costs.costs`` divides them.
 _COST_RATIOS: Mapping[str, tuple[int, int]] = {
     "tokens_per_episode": (_TOKENS, _EPISODES),
@@ -44,16 +46,28 @@ _COST_RATIOS: Mapping[str, tuple[int, int]] = {
     "turns_per_success": (_TURNS, _SUCCESSES),
     "tool_calls_per_episode": (_CALLS, _EPISODES),
     "wall_seconds_per_episode": (_SECONDS, _EPISODES),
+    MONEY: (_DOLLARS, _EPISODES),
 }
-assert set(_COST_RATIOS) == set(COST_METRICS), "every cost needs its per-task ratio"
+#: A percentile is no ratio of per-task sums: it has no interval here.
+assert set(_COST_RATIOS) | set(WALL_PERCENTILES) == set(COST_METRICS), "every cost needs its per-task ratio"
 
 
-def cost_sums(facts: EpisodeFacts, task_row: IntArray, tasks: int) -> FloatArray:
+def cost_sums(facts: EpisodeFacts, task_row: IntArray, tasks: int, price: Price | None = None) -> FloatArray:
     """Per task row (``task_row`` maps each row of ``facts`` to one), the sums the costs divide,
-    shape ``(tasks, 6)``: every row counts, drops included, as in ``costs.costs``; tokens a
-    row's agent did not report count 0."""
+    shape ``(tasks, 7)``: every row counts, drops included, as in ``costs.costs``; tokens a
+    row's agent did not report count 0; USD at ``price`` (0 without one, or when unknown:
+    ``costs.episode_dollars``; the gate then has no value and never asks for an interval)."""
     tokens = np.nan_to_num(facts.completion_tokens, nan=0.0)
-    columns = (tokens, np.ones(len(facts)), facts.passed, facts.turns, facts.tool_calls, facts.wall_seconds)
+    dollars = None if price is None else episode_dollars(facts, price)
+    columns = (
+        tokens,
+        np.ones(len(facts)),
+        facts.passed,
+        facts.turns,
+        facts.tool_calls,
+        facts.wall_seconds,
+        np.zeros(len(facts)) if dollars is None else dollars,
+    )
     out = np.zeros((tasks, len(columns)))
     for column, values in enumerate(columns):
         out[:, column] = np.bincount(task_row, weights=np.asarray(values, dtype=np.float64), minlength=tasks)
@@ -69,7 +83,7 @@ class OwnSums:
     views: tuple[str, ...]
     #: Shape ``(tasks, len(RULE_NAMES), len(views), 2)``.
     view_sums: FloatArray
-    #: Shape ``(tasks, 6)``: ``cost_sums``.
+    #: Shape ``(tasks, 7)``: ``cost_sums``.
     costs: FloatArray
     #: The task rows of each slice (env, difficulty, tag); overall is every row.
     members: Mapping[SliceId, IntArray]
@@ -90,6 +104,8 @@ class OwnSums:
         if metric in _COST_RATIOS:
             numerator, denominator = _COST_RATIOS[metric]
             return _bootstrap(self.costs[rows, numerator], self.costs[rows, denominator], seed)
+        if metric in WALL_PERCENTILES:
+            return f"no interval for the candidate's {metric!r}: a percentile is judged on its point estimate"
         return f"no interval for the candidate's {metric!r}: significant min/max reads views and costs"
 
 

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from rich.table import Table
 
 from frostgym.compare.compare import Comparison
+from frostgym.compare.costs import MONEY
 from frostgym.compare.diagnostics import DIAGNOSTIC_METRICS
 from frostgym.compare.views import ViewDelta
 
@@ -67,7 +68,8 @@ def comparison_tables(comparison: Comparison) -> Iterator[Table]:
     yield transitions
     costs = Table("slice", "cost", "base", "cand", "delta", "cand/base", title="Costs")
     for c in comparison.costs:
-        costs.add_row(c.slice, c.metric, _num(c.base), _num(c.cand), _num(c.delta, signed=True), _num(c.ratio))
+        shown = _usd if c.metric == MONEY else _num  # fractions of a cent: significant digits
+        costs.add_row(c.slice, c.metric, shown(c.base), shown(c.cand), shown(c.delta, signed=True), _num(c.ratio))
     yield costs
     base, cand = comparison.diagnostics["base"]["overall"], comparison.diagnostics["cand"]["overall"]
     diagnostics = Table("diagnostic", "base", "cand", title="Diagnostics (overall)")
@@ -137,6 +139,12 @@ def _num(value: float | None, *, signed: bool = False) -> str:
     if value is None:
         return "-"
     return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def _usd(value: float | None, *, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.4g}" if signed else f"{value:.4g}"
 
 
 def _counts(counts: dict[str, int] | object) -> str:

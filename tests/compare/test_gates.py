@@ -281,7 +281,8 @@ def test_a_significant_gate_on_a_metric_without_an_interval_fails_saying_so(rate
 
 class _Focus:
     """The oracle, except on the focus env (Arithmetic: its prompts hold no fraction) when
-    ``solve_focus`` is false, where it gives a wrong answer; 20 completion tokens a reply."""
+    ``solve_focus`` is false, where it gives a wrong answer; 100 prompt and 20 completion
+    tokens a reply."""
 
     def __init__(self, solve_focus: bool) -> None:
         self.solve_focus = solve_focus
@@ -291,7 +292,7 @@ class _Focus:
         for request, right in zip(requests, OracleAgent().act(requests), strict=True):
             focus = "Calculate the value" in _text(request)
             action = right.action if self.solve_focus or not focus else "<answer>no idea</answer>"
-            out.append(AgentReply(action, completion_tokens=20))
+            out.append(AgentReply(action, prompt_tokens=100, completion_tokens=20))
         return out
 
     def describe(self) -> dict[str, Any]:
@@ -302,9 +303,16 @@ _VERDICT_LINE = re.compile(r"│ (pass|FAIL)\s+│")
 _INTERVAL = re.compile(r"\[[+-]?\d\.\d{3}, [+-]?\d\.\d{3}\] (paired bootstrap|Wilson|bootstrap by task)")
 
 
+#: Both agents' models at one price: USD per million prompt and completion tokens.
+_PRICES = "".join(f"[{model}]\ninput_per_million = 0.5\noutput_per_million = 1.5\n" for model in ("focus", "no-focus"))
+
+
 def _production(base: Path, cand: Path, out: Path) -> tuple[int, str, dict[str, Any]]:
     gates = str(EXAMPLES / "gates_production.toml")
-    result = CliRunner().invoke(app, ["compare", str(base), str(cand), "--gate", gates, "--json", str(out)])
+    prices = out.with_suffix(".prices.toml")
+    prices.write_text(_PRICES, encoding="utf-8")
+    args = ["compare", str(base), str(cand), "--gate", gates, "--json", str(out), "--prices", str(prices)]
+    result = CliRunner().invoke(app, args)
     return result.exit_code, result.output, json.loads(out.read_text())
 
 
@@ -323,6 +331,9 @@ def test_the_production_rule_on_real_cards(tmp_path: Path) -> None:
     reference = binomtest(24, 24).proportion_ci(method="wilson")
     assert floor["interval"]["method"] == "Wilson" and floor["interval"]["low"] == pytest.approx(reference.low)
     assert by_name["cost: tokens per episode up at most 25%"]["value"] == 0.0
+    assert by_name["money: at most $0.01 per episode"]["value"] == pytest.approx((100 * 0.5 + 20 * 1.5) / 1e6)
+    latency = by_name["latency: p95 wall time at most 120 s"]
+    assert latency["passed"] and 0 < latency["value"] < 120
     _every_verdict_prints_its_interval(output, data)
 
     # The other way round: the focus env lost everything, so the gain, the protected
