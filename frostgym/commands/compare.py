@@ -17,12 +17,14 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from frostgym.commands.options import finite_float
 from frostgym.compare.compare import compare_cards
 from frostgym.compare.diagnostics import DIAGNOSTIC_METRICS
 from frostgym.compare.gates import read_gates
 from frostgym.compare.prices import read_prices
 from frostgym.compare.tables import capability_line, comparison_tables
-from frostgym.compare.trend import trend
+from frostgym.compare.training_log import TrainingLog, TrainingRules, training_diagnostics
+from frostgym.compare.trend import TrendRow, trend
 from frostgym.core.errors import FrostgymError
 
 EXIT_PROMOTE, EXIT_BLOCK, EXIT_ERROR = 0, 1, 2
@@ -109,23 +111,100 @@ def _warn_cards(console: Console, base: Path, cand: Path) -> None:
         console.print(f"[yellow]warning: contract: {escape(difference)}[/yellow]", highlight=False, soft_wrap=True)
 
 
+_TRAINING = "Training log (with --training-log)"
+
+
 def trend_cmd(
-    cards: Annotated[list[Path], typer.Argument(help="Card directories in checkpoint order.")],
+    cards: Annotated[
+        list[Path] | None, typer.Argument(help="Card directories in checkpoint order (optional with --training-log).")
+    ] = None,
     held_out: Annotated[
         list[str] | None, typer.Option("--held-out", help="An env id kept out of training (repeatable).")
     ] = None,
     json_out: Annotated[Path | None, typer.Option("--json", help="Also write the rows as JSON here.")] = None,
+    training_log: Annotated[
+        Path | None,
+        typer.Option(
+            "--training-log",
+            help="The trainer's per-step log: steps.jsonl (examples/grpo_math.py), TRL's trainer_state.json, "
+            "or a directory holding one. Prints KL and entropy per window of steps, with their flags.",
+        ),
+    ] = None,
+    window: Annotated[
+        int,
+        typer.Option(
+            "--training-window", min=1, help="Steps per trailing mean of the flags.", rich_help_panel=_TRAINING
+        ),
+    ] = TrainingRules.window,
+    entropy_fraction: Annotated[
+        float,
+        typer.Option(
+            parser=finite_float(min=0.0, max=1.0),
+            help="Entropy collapse: the trailing mean below this share of the first window's.",
+            rich_help_panel=_TRAINING,
+        ),
+    ] = TrainingRules.entropy_fraction,
+    entropy_floor: Annotated[
+        float,
+        typer.Option(
+            parser=finite_float(min=0.0),
+            help="Entropy collapse: the trailing mean below this (nats/token).",
+            rich_help_panel=_TRAINING,
+        ),
+    ] = TrainingRules.entropy_floor,
+    kl_max: Annotated[
+        float,
+        typer.Option(
+            parser=finite_float(min=0.0),
+            help="KL blow-up: the trailing mean above this (nats/token).",
+            rich_help_panel=_TRAINING,
+        ),
+    ] = TrainingRules.kl_max,
+    kl_growth: Annotated[
+        float,
+        typer.Option(
+            parser=finite_float(min=1.0),
+            help="KL blow-up: the trailing mean over this many times the window's before it (see --kl-growth-floor).",
+            rich_help_panel=_TRAINING,
+        ),
+    ] = TrainingRules.kl_growth,
+    kl_growth_floor: Annotated[
+        float,
+        typer.Option(
+            parser=finite_float(min=0.0),
+            help="KL blow-up: the growth rule counts from this trailing mean on (nats/token).",
+            rich_help_panel=_TRAINING,
+        ),
+    ] = TrainingRules.kl_growth_floor,
 ) -> None:
     """One row per card of the views and diagnostics, flagging where the public reward rose
-    while the private split or a held-out env fell."""
+    while the private split or a held-out env fell; with --training-log, the trainer's KL to
+    the reference and policy entropy per window of steps, flagging an entropy collapse or a
+    KL blow-up (rules in docs/compare.md#trend)."""
     console = _console()
     try:
-        rows = trend(cards, held_out or [])
-    except (FrostgymError, OSError) as error:
+        if not cards and training_log is None:
+            raise FrostgymError("give card directories, --training-log, or both")
+        rules = TrainingRules(window, entropy_fraction, entropy_floor, kl_max, kl_growth, kl_growth_floor)
+        log = training_diagnostics(training_log, rules) if training_log is not None else None
+        rows = trend(cards, held_out or []) if cards else []
+    except (FrostgymError, OSError, ValueError) as error:
         console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False, soft_wrap=True)
         raise typer.Exit(EXIT_ERROR) from None
+    if cards:
+        _trend_table(console, rows, held_out or [])
+    if log is not None:
+        _training_table(console, log)
+    if json_out is not None:
+        data: dict[str, object] = {"diagnostics": list(DIAGNOSTIC_METRICS), "rows": [row.to_json() for row in rows]}
+        if log is not None:
+            data["training_log"] = log.to_json()
+        json_out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _trend_table(console: Console, rows: list[TrendRow], held_out: list[str]) -> None:
     shown = ("mean_reward", "pass@1")
-    table = Table("card", "episodes", *shown, "public", "private", *(held_out or []), "hacking", "truncated", "flags")
+    table = Table("card", "episodes", *shown, "public", "private", *held_out, "hacking", "truncated", "flags")
     for row in rows:
         values = [row.views.get(name) for name in shown]
         table.add_row(
@@ -134,15 +213,32 @@ def trend_cmd(
             *(_num(v) for v in values),
             _num(row.public_reward),
             _num(row.private_reward),
-            *(_num(row.held_out_reward[env]) for env in held_out or []),
+            *(_num(row.held_out_reward[env]) for env in held_out),
             _num(row.diagnostics["reward_hacking_rate"]),
             _num(row.diagnostics["truncation_rate"]),
             "; ".join(row.flags) or "-",
         )
     console.print(table)
-    if json_out is not None:
-        data = {"diagnostics": list(DIAGNOSTIC_METRICS), "rows": [row.to_json() for row in rows]}
-        json_out.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _training_table(console: Console, log: TrainingLog) -> None:
+    """The log's windows (mean reward, KL, entropy) and then each flag on a line of its own."""
+    table = Table("steps", "reward", "kl", "entropy", "flags", title=f"Training log: {escape(log.source)}")
+    for window in log.windows():
+        table.add_row(
+            f"{window.first}-{window.last}" if window.steps > 1 else str(window.first),
+            _num(window.reward),
+            _num(window.kl),
+            _num(window.entropy),
+            ", ".join(flag.kind for flag in window.flags) or "-",
+        )
+    console.print(table)
+    if not log.has("kl"):
+        console.print("no KL in the log (no reference model, --beta 0): no KL flag", highlight=False)
+    for flag in log.flags:
+        console.print(f"[yellow]flag: {escape(flag.message)}[/yellow]", highlight=False, soft_wrap=True)
+    if not log.flags:
+        console.print(f"no training flag ({len(log.steps)} steps)", highlight=False)
 
 
 def _num(value: float | None) -> str:

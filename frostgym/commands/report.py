@@ -16,6 +16,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from frostgym.compare.gates import read_gates
+from frostgym.compare.training_log import training_diagnostics
 from frostgym.core.errors import FrostgymError
 
 EXIT_ERROR = 2
@@ -28,18 +29,28 @@ def report_cmd(
     gate: Annotated[
         Path | None, typer.Option(help="A gates TOML file: show each comparison's decision (see examples/gates.toml).")
     ] = None,
+    training_log: Annotated[
+        Path | None,
+        typer.Option(
+            "--training-log",
+            help="The trainer's per-step log (steps.jsonl, TRL's trainer_state.json, or a directory holding one): "
+            "show KL and entropy per window of steps with their flags (default rules; see frostgym trend).",
+        ),
+    ] = None,
 ) -> None:
     """Write OUT/index.html: first the headline (pass@1 per env and level against the
     oracle's ceiling, the decision with --gate, the common failures), then accounting and
-    drops, the views, plots, comparisons (with --baseline or several cards) and a
-    trajectory browser. It opens from disk with no server and no network; keep data/ beside it."""
+    drops, the views, plots, comparisons (with --baseline or several cards), the trainer's
+    KL and entropy (with --training-log) and a trajectory browser. It opens from disk with
+    no server and no network; keep data/ beside it."""
     console = Console(stderr=False, soft_wrap=True)
     began = time.perf_counter()
     from frostgym.report.build import write_report  # here: importing matplotlib would slow every other command
 
     try:
         gates = read_gates(gate) if gate is not None else None
-        page = write_report(cards, out, baseline=baseline, gates=gates)
+        training = training_diagnostics(training_log) if training_log is not None else None
+        page = write_report(cards, out, baseline=baseline, gates=gates, training=training)
     except (FrostgymError, OSError) as error:
         console.print(f"[red]error:[/red] {escape(str(error))}", highlight=False)
         raise typer.Exit(EXIT_ERROR) from None

@@ -291,6 +291,12 @@ class ContaminationInputError(FrostgymError, ValueError):
     report): the message names it and why."""
 
 
+class TrainingLogError(FrostgymError, ValueError):
+    """A trainer's per-step log that cannot be read (missing, not JSON, a step without an
+    integer ``step`` or with a value that is not a number): the message names the file and
+    the line (or the ``log_history`` entry) and why."""
+
+
 class NotJSON(FrostgymError, ValueError):
     """The line is not JSON (as orjson would say): the reader skips it, as it skips any
     line orjson refuses."""

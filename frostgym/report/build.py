@@ -18,6 +18,7 @@ from pathlib import Path
 from frostgym.compare.compare import compare_facts
 from frostgym.compare.gates import Gate
 from frostgym.compare.reading import plan_difference
+from frostgym.compare.training_log import TrainingLog
 from frostgym.core.errors import ReportError
 from frostgym.report.index import index_script
 from frostgym.report.page import CardComparison, render_page
@@ -33,12 +34,14 @@ def write_report(
     *,
     baseline: Path | None = None,
     gates: Sequence[Gate] | None = None,
+    training: TrainingLog | None = None,
 ) -> Path:
     """Write the report of the cards in ``directories`` to ``out`` and return its
     ``index.html``. With several cards (or a ``baseline``), every card is compared with the
     baseline (``baseline``, else the first card), with ``gates`` judged when given; cards
     whose plans differ are compared on their shared episodes, and the report says so (or
-    that they share none).
+    that they share none). ``training`` (``frostgym.compare.training_log.training_diagnostics``)
+    adds the trainer's KL and entropy per window of steps and their flags.
 
     Raises ``ReportError`` for no card or gates without a second card, and what
     ``frostgym compare`` raises for a card it cannot read (``CardCorruptError``,
@@ -62,7 +65,7 @@ def write_report(
         cards.append(card)
     comparisons = [_compare(cards[0], cand, gates) for cand in cards[1:]]
     partial = index_path.with_name(INDEX_FILE + ".partial")
-    partial.write_text(render_page(cards, comparisons), encoding="utf-8")
+    partial.write_text(render_page(cards, comparisons, training), encoding="utf-8")
     os.replace(partial, index_path)
     return index_path
 

@@ -27,6 +27,7 @@ import orjson
 
 from frostgym.cards.views import RULE_NAMES
 from frostgym.compare.compare import Comparison
+from frostgym.compare.training_log import TrainingLog
 from frostgym.report import plots
 from frostgym.report.estimates import SliceEstimate, pass_at_1
 from frostgym.report.headline import CEILING_AGENT, build_headline, category
@@ -53,8 +54,11 @@ class CardComparison:
     note: str = ""
 
 
-def render_page(cards: Sequence[ReportCard], comparisons: Sequence[CardComparison]) -> str:
-    """The whole ``index.html`` for ``cards`` (their data files written beside it)."""
+def render_page(
+    cards: Sequence[ReportCard], comparisons: Sequence[CardComparison], training: TrainingLog | None = None
+) -> str:
+    """The whole ``index.html`` for ``cards`` (their data files written beside it), with the
+    trainer's KL and entropy per window of steps and their flags when ``training`` is given."""
     title = "frostgym report: " + ", ".join(card.label for card in cards)
     estimates = {card.label: pass_at_1(card.facts.facts) for card in cards}
     sections = [
@@ -65,6 +69,7 @@ def render_page(cards: Sequence[ReportCard], comparisons: Sequence[CardCompariso
         _views_section(cards),
         _plots_section(cards, estimates),
         _compare_section(comparisons),
+        _training_section(training),
         _browser_section(),
     ]
     data = {"cards": [{"label": card.label, "number": card.number, "chunks": card.chunks} for card in cards]}
@@ -74,7 +79,7 @@ def render_page(cards: Sequence[ReportCard], comparisons: Sequence[CardCompariso
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">\n'
         '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
         f"<title>{_e(title)}</title>\n<style>\n{_asset('report.css')}</style>\n</head>\n<body>\n"
-        f"<header><h1>{_e(title)}</h1>{_nav(comparisons)}</header>\n<main>\n"
+        f"<header><h1>{_e(title)}</h1>{_nav(comparisons, training is not None)}</header>\n<main>\n"
         + "\n".join(s for s in sections if s)
         + "\n</main>\n"
         f'<script type="application/json" id="frostgym-data">{_script_json(data)}</script>\n'
@@ -85,13 +90,15 @@ def render_page(cards: Sequence[ReportCard], comparisons: Sequence[CardCompariso
 # ---- sections ---------------------------------------------------------------------------
 
 
-def _nav(comparisons: Sequence[CardComparison]) -> str:
+def _nav(comparisons: Sequence[CardComparison], training: bool = False) -> str:
     links = [("cards", "Cards"), ("accounting", "Accounting and drops"), ("views", "Views"), ("plots", "Plots")]
     if any(c.comparison is not None and c.comparison.decision is not None for c in comparisons):
         links.insert(0, ("decision", "Decision"))
     links.insert(0, ("headline", "Headline"))
     if comparisons:
         links.append(("compare", "Comparison"))
+    if training:
+        links.append(("training", "Training"))
     links.append(("browser", "Trajectories"))
     return "<nav>" + " · ".join(f'<a href="#{key}">{_e(text)}</a>' for key, text in links) + "</nav>"
 
@@ -447,6 +454,34 @@ def _compare_section(comparisons: Sequence[CardComparison]) -> str:
         parts.append("<h4>Outcome transitions (paired episodes)</h4>")
         parts.append(_table([f"in {item.base}", f"in {item.cand}", "episodes"], transitions, numeric=True))
     return _section("compare", "Comparison", "".join(parts))
+
+
+def _training_section(log: TrainingLog | None) -> str:
+    """The trainer's log (``frostgym.compare.training_log``): mean reward, KL to the reference
+    and entropy per window of steps, the rules' thresholds, and each flag raised."""
+    if log is None:
+        return ""
+    rules = log.rules
+    parts = [
+        f"<p>{len(log.steps)} steps from <code>{_e(log.source)}</code>. Flags: entropy collapse when the "
+        f"mean entropy of {rules.window} steps falls below {rules.entropy_fraction:g} {TIMES} that of the first "
+        f"{rules.window} or below {rules.entropy_floor:g} nats/token; KL blow-up when the mean KL of "
+        f"{rules.window} steps exceeds {rules.kl_max:g} nats/token, or is at least {rules.kl_growth_floor:g} and "
+        f"over {rules.kl_growth:g} {TIMES} that of the {rules.window} steps before, or a KL is not finite.</p>"
+    ]
+    if not log.has("kl"):
+        parts.append('<p class="note">No KL in the log (no reference model): no KL flag.</p>')
+    rows = [
+        [
+            f"{w.first}{MISSING}{w.last}" if w.steps > 1 else str(w.first),
+            _num(w.reward), _num(w.kl), _num(w.entropy), ", ".join(flag.kind for flag in w.flags),
+        ]
+        for w in log.windows()
+    ]  # fmt: skip
+    parts.append(_table(["steps", "reward", "KL", "entropy", "flags"], rows, numeric=True))
+    flags = "".join(f"<li>{_e(flag.message)}</li>" for flag in log.flags)
+    parts.append(f"<ul>{flags}</ul>" if flags else "<p>No flag raised.</p>")
+    return _section("training", "Training: KL and entropy", "".join(parts))
 
 
 def _capability(comparison: Comparison) -> str:
