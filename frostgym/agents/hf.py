@@ -20,6 +20,14 @@
 - Logprobs in ``extra``, when ``sampling.logprobs`` asks for them, are of each chosen token
   under the model's raw (temperature 1) distribution: what KL and entropy diagnostics need.
 - Nothing is ever downloaded: offline mode is forced and every load is ``local_files_only``.
+- Timings: each reply's ``extra`` has ``latency_s`` (its batch's whole ``generate`` call, from
+  tokenising the prompts), ``ttft_s`` (from that start to the decoding step that made its first
+  token, as ``generate`` hands each step's tokens to the host: ``StepClock``) and ``tpot_s`` (the
+  seconds per output token after the first: from its first token's step to its last token's,
+  over its tokens but one; None for a one-token reply). A batch's rows share their first step,
+  so they share ``ttft_s``; each row's ``tpot_s`` ends at its own last token. Exact on CPU and
+  CUDA, where ``generate`` waits for every step's tokens; on Apple's ``mps`` transformers hands
+  the tokens over a step late, so both read one step long.
 - Progress: with ``on_tokens`` set, each decoding step's new tokens are reported as they
   are made (a streamer handed to ``generate``), and each batch's replies when it is done,
   so a display can show tokens/s and replies long before the episodes are done.
@@ -130,6 +138,36 @@ class TokenCounter(BaseStreamer):
         """Nothing is held back: every step was handed on as it came."""
 
 
+class StepClock(BaseStreamer):
+    """The ``time.perf_counter()`` at which ``generate`` handed each decoding step's tokens to
+    the host (``stamps``; the prompt it is given first is not a step), passing every call on
+    to ``then`` (a ``TokenCounter``) when one is given."""
+
+    def __init__(self, then: TokenCounter | None = None) -> None:
+        self.then = then
+        self.stamps: list[float] = []
+        self.prompt_seen = False
+
+    def put(self, value: torch.Tensor) -> None:
+        if self.prompt_seen:
+            self.stamps.append(time.perf_counter())
+        self.prompt_seen = True
+        if self.then is not None:
+            self.then.put(value)
+
+    def end(self) -> None:
+        if self.then is not None:
+            self.then.end()
+
+    def timings(self, started: float, count: int) -> tuple[float | None, float | None]:
+        """(ttft_s, tpot_s) of a row of ``count`` generated tokens in a call that started at
+        ``started`` (the module docstring); None where the steps do not tell."""
+        if count < 1 or len(self.stamps) < count:
+            return None, None
+        first = self.stamps[0]
+        return first - started, (self.stamps[count - 1] - first) / (count - 1) if count > 1 else None
+
+
 class HFAgent:
     """A transformers causal LM as a policy, batched (see the module docstring for how).
 
@@ -147,10 +185,10 @@ class HFAgent:
     ``act`` returns one ``AgentReply`` per request, in order: the completion text (stop
     strings cut), its prompt and completion token counts, ``finish_reason`` ``"stop"`` or
     ``"length"``, its ``tokens`` (prompt ids, completion ids and their logprobs: the module
-    docstring says which ids and which logprobs), and in ``extra`` the latency, the batch
-    size, the sampling parameters and, when ``sampling.logprobs`` is set, each completion
-    token's raw logprob. It raises what the model raises (CUDA out of memory, a prompt
-    longer than the model takes).
+    docstring says which ids and which logprobs), and in ``extra`` the latency, ``ttft_s`` and
+    ``tpot_s`` (the module docstring), the batch size, the sampling parameters and, when
+    ``sampling.logprobs`` is set, each completion token's raw logprob. It raises what the
+    model raises (CUDA out of memory, a prompt longer than the model takes).
 
     Determinism: each request samples from its own generator, seeded from
     ``sampling.seed`` and the request's ``seed``, so the same request gives the same text
@@ -261,7 +299,7 @@ class HFAgent:
         processors.append(recorder)
         eos_ids = set(_as_list(self.model.generation_config.eos_token_id)) | {self.tokenizer.eos_token_id}
         hook = self.on_tokens
-        streamer = None if hook is None else TokenCounter(hook, eos_ids, self.tokenizer.pad_token_id)
+        clock = StepClock(None if hook is None else TokenCounter(hook, eos_ids, self.tokenizer.pad_token_id))
         output = self.model.generate(
             **encoded,
             max_new_tokens=params.max_new_tokens,
@@ -275,7 +313,7 @@ class HFAgent:
             top_p=None,
             top_k=None,
             temperature=None,
-            streamer=streamer,
+            streamer=clock,
         )
         if hook is not None:
             hook(0, len(prompts))
@@ -297,7 +335,14 @@ class HFAgent:
             text = self.tokenizer.decode(tokens[:count], skip_special_tokens=True)
             text, hit_stop = _cut_at_stop(text, params.stop)
             finish = "stop" if ended or hit_stop else "length"
-            extra: dict[str, Any] = {"latency_s": elapsed, "batch_size": len(prompts), "sampling": params.to_dict()}
+            ttft, tpot = clock.timings(started, count)
+            extra: dict[str, Any] = {
+                "latency_s": elapsed,
+                "ttft_s": ttft,
+                "tpot_s": tpot,
+                "batch_size": len(prompts),
+                "sampling": params.to_dict(),
+            }
             if step_logprobs is not None:
                 extra["logprobs"] = [float(step_logprobs[row, t, tok]) for t, tok in enumerate(tokens[:count])]
             trace = TokenTrace(

@@ -13,6 +13,13 @@ Hyndman and Fan's type 7: for ``n`` sorted values the q-th percentile sits at ra
 that ran: completed ones and the drops counted as failures; ``skipped`` and ``cancelled``
 drops never ran and would only pull the tail down.
 
+Why time to first token only where recorded: ``ttft_seconds_p50``/``p95`` and
+``seconds_per_output_token_p50``/``p95`` are the same percentiles of each episode's mean
+``ttft_s`` and ``tpot_s`` over its steps, which only an agent that sees its first token records
+(the HF agent: ``frostgym.agents.hf``; the OpenAI agent sends non-streaming requests and never
+sees it). They are over the episodes that ran and recorded one, and a comparison has them only
+where either side does.
+
 Why money needs a price table (``frostgym.compare.prices``): ``cost_per_episode`` is the mean
 over episodes of ``(prompt_tokens * input + completion_tokens * output) / 1e6`` USD, from the
 counts the card's steps record and the declared price of each side's model. A side whose
@@ -32,6 +39,15 @@ from frostgym.compare.prices import Price
 
 #: The percentiles of wall time per episode, by metric name.
 WALL_PERCENTILES: dict[str, float] = {"wall_seconds_p50": 50.0, "wall_seconds_p95": 95.0, "wall_seconds_p99": 99.0}
+#: The percentiles of the agent's own timings, by metric name: (``EpisodeFacts`` column, q).
+TOKEN_TIMINGS: dict[str, tuple[str, float]] = {
+    "ttft_seconds_p50": ("ttft_seconds", 50.0),
+    "ttft_seconds_p95": ("ttft_seconds", 95.0),
+    "seconds_per_output_token_p50": ("tpot_seconds", 50.0),
+    "seconds_per_output_token_p95": ("tpot_seconds", 95.0),
+}
+#: Every percentile metric: none has an interval (a percentile is no ratio of per-task sums).
+PERCENTILE_METRICS: tuple[str, ...] = (*WALL_PERCENTILES, *TOKEN_TIMINGS)
 #: The mean USD per episode: only with a price table.
 MONEY = "cost_per_episode"
 COST_METRICS: tuple[str, ...] = (
@@ -41,6 +57,7 @@ COST_METRICS: tuple[str, ...] = (
     "tool_calls_per_episode",
     "wall_seconds_per_episode",
     *WALL_PERCENTILES,
+    *TOKEN_TIMINGS,
     MONEY,
 )
 
@@ -84,6 +101,7 @@ def costs(facts: EpisodeFacts, price: Price | None = None) -> dict[str, float | 
         "tool_calls_per_episode": calls / episodes if episodes else None,
         "wall_seconds_per_episode": sum(facts.wall_seconds.tolist()) / episodes if episodes else None,
         **wall_percentiles(facts),
+        **token_timings(facts),
         **({} if price is None else {MONEY: cost_per_episode(facts, price)}),
     }
 
@@ -99,6 +117,16 @@ def wall_percentiles(facts: EpisodeFacts) -> dict[str, float | None]:
     dropped and counted as a failure)."""
     ran = facts.wall_seconds[facts.done | facts.failure_drop]
     return {metric: percentile(ran, q) for metric, q in WALL_PERCENTILES.items()}
+
+
+def token_timings(facts: EpisodeFacts) -> dict[str, float | None]:
+    """``TOKEN_TIMINGS`` over the episodes that ran and recorded the timing (None: none did)."""
+    ran = facts.done | facts.failure_drop
+    out: dict[str, float | None] = {}
+    for metric, (column, q) in TOKEN_TIMINGS.items():
+        values: FloatArray = getattr(facts, column)[ran]
+        out[metric] = percentile(values[~np.isnan(values)], q)
+    return out
 
 
 def episode_dollars(facts: EpisodeFacts, price: Price) -> FloatArray | None:
@@ -130,6 +158,8 @@ def cost_deltas(
     cand = costs(cand_facts, None if prices is None else prices[1])
     out = []
     for metric in (m for m in COST_METRICS if m in base):
+        if metric in TOKEN_TIMINGS and base[metric] is None and cand[metric] is None:
+            continue  # neither agent records it (every card before it, the OpenAI agent)
         b, c = base[metric], cand[metric]
         both = b is not None and c is not None
         out.append(

@@ -78,6 +78,11 @@ class EpisodeFacts:
     #: later prompts hold its earlier turns, and each is counted as it was sent); NaN when
     #: the agent reported none.
     prompt_tokens: FloatArray
+    #: The mean over the steps of the agent's ``ttft_s`` and ``tpot_s`` (time to first token,
+    #: seconds per output token after it: ``frostgym.agents.hf``), over the steps that
+    #: recorded one; NaN where none did (the OpenAI agent, cards written before they existed).
+    ttft_seconds: FloatArray
+    tpot_seconds: FloatArray
     #: Whether any reply was cut at the token limit.
     truncated: BoolArray
     turns: IntArray
@@ -159,7 +164,7 @@ class FactsBuilder:
         sample = record.sample
         sketched = sample < SKETCHED_SAMPLES
         text = _last_reply(steps)
-        completion, prompt, truncated, calls = _steps(steps)
+        completion, prompt, truncated, calls, ttft, tpot = _steps(steps)
         tells = self._tells(text, sketched)
         passed = False
         label = answer = None
@@ -196,6 +201,8 @@ class FactsBuilder:
                 names.setdefault(answer, len(names)),
                 completion,
                 prompt,
+                ttft,
+                tpot,
                 truncated,
                 len(steps),
                 calls,
@@ -214,7 +221,7 @@ class FactsBuilder:
         names, tasks, tag_sets = self._names, self._tasks, self._tag_sets
         steps = record.steps
         task_id = record.task_id
-        completion, prompt, truncated, calls = _steps(steps)
+        completion, prompt, truncated, calls, ttft, tpot = _steps(steps)
         self._rows.append(
             (
                 record.plan_id,
@@ -230,6 +237,8 @@ class FactsBuilder:
                 0,
                 completion,
                 prompt,
+                ttft,
+                tpot,
                 truncated,
                 len(steps),
                 calls,
@@ -269,6 +278,8 @@ class FactsBuilder:
             components=components,
             completion_tokens=np.array(columns["completion_tokens"], dtype=np.float64),
             prompt_tokens=np.array(columns["prompt_tokens"], dtype=np.float64),
+            ttft_seconds=np.array(columns["ttft_seconds"], dtype=np.float64),
+            tpot_seconds=np.array(columns["tpot_seconds"], dtype=np.float64),
             truncated=np.array(columns["truncated"], dtype=bool),
             turns=_ints(columns["turns"]),
             tool_calls=_ints(columns["tool_calls"]),
@@ -327,6 +338,8 @@ _COLUMNS = (
     "answer",
     "completion_tokens",
     "prompt_tokens",
+    "ttft_seconds",
+    "tpot_seconds",
     "truncated",
     "turns",
     "tool_calls",
@@ -337,11 +350,13 @@ _COLUMNS = (
 )
 
 
-def _steps(steps: Sequence[StepRecord]) -> tuple[float, float, bool, int]:
+def _steps(steps: Sequence[StepRecord]) -> tuple[float, float, bool, int, float, float]:
     """(completion tokens, prompt tokens, whether any reply was cut at the token limit, tool
-    calls) over the steps; a count is NaN when the agent reported none (the oracle, a replay)."""
+    calls, mean ttft_s, mean tpot_s) over the steps; a count or a mean is NaN when the agent
+    reported none (the oracle, a replay)."""
     completion = prompt = calls = 0
     seen = seen_prompt = truncated = False
+    timings: tuple[list[float], list[float]] = ([], [])
     for step in steps:
         calls += len(step.tool_calls)
         agent = step.agent
@@ -356,11 +371,18 @@ def _steps(steps: Sequence[StepRecord]) -> tuple[float, float, bool, int]:
             prompt += value
             seen_prompt = True
         truncated = truncated or agent.get("finish_reason") == "length"
+        for key, kept in zip(("ttft_s", "tpot_s"), timings, strict=True):
+            value = agent.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0:
+                kept.append(float(value))
+    ttft, tpot = (sum(kept) / len(kept) if kept else math.nan for kept in timings)
     return (
         float(completion) if seen else math.nan,
         float(prompt) if seen_prompt else math.nan,
         truncated,
         calls,
+        ttft,
+        tpot,
     )
 
 

@@ -61,7 +61,13 @@ _KIND: Mapping[str, GateKind] = {
 PAIRED = "paired bootstrap"
 _KEYS = frozenset({"name", "metric", "env", "per", "rule", "significant", *_THRESHOLDS})
 #: What a metric that only some comparisons have needs, said when a gate finds none.
-_NEEDS: Mapping[str, str] = {"cost_per_episode": " (money needs a price table: frostgym compare --prices FILE)"}
+_NEEDS: Mapping[str, str] = {
+    "cost_per_episode": " (money needs a price table: frostgym compare --prices FILE)",
+    **dict.fromkeys(
+        ("ttft_seconds_p50", "ttft_seconds_p95", "seconds_per_output_token_p50", "seconds_per_output_token_p95"),
+        " (neither card's agent recorded ttft_s/tpot_s: the hf agent does, the openai agent cannot)",
+    ),
+}
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from frostgym.cards.views import RULE_NAMES, Rule
-from frostgym.compare.costs import COST_METRICS, MONEY, WALL_PERCENTILES, episode_dollars
+from frostgym.compare.costs import COST_METRICS, MONEY, PERCENTILE_METRICS, episode_dollars
 from frostgym.compare.facts import EpisodeFacts, FloatArray, IntArray, TaskKey
 from frostgym.compare.gates import OwnInterval
 from frostgym.compare.prices import Price
@@ -49,7 +49,7 @@ _COST_RATIOS: Mapping[str, tuple[int, int]] = {
     MONEY: (_DOLLARS, _EPISODES),
 }
 #: A percentile is no ratio of per-task sums: it has no interval here.
-assert set(_COST_RATIOS) | set(WALL_PERCENTILES) == set(COST_METRICS), "every cost needs its per-task ratio"
+assert set(_COST_RATIOS) | set(PERCENTILE_METRICS) == set(COST_METRICS), "every cost needs its per-task ratio"
 
 
 def cost_sums(facts: EpisodeFacts, task_row: IntArray, tasks: int, price: Price | None = None) -> FloatArray:
@@ -104,7 +104,7 @@ class OwnSums:
         if metric in _COST_RATIOS:
             numerator, denominator = _COST_RATIOS[metric]
             return _bootstrap(self.costs[rows, numerator], self.costs[rows, denominator], seed)
-        if metric in WALL_PERCENTILES:
+        if metric in PERCENTILE_METRICS:
             return f"no interval for the candidate's {metric!r}: a percentile is judged on its point estimate"
         return f"no interval for the candidate's {metric!r}: significant min/max reads views and costs"
 

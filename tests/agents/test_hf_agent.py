@@ -6,13 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 torch = pytest.importorskip("torch", reason="the hf extra (torch, transformers) is not installed")
 transformers = pytest.importorskip("transformers", reason="the hf extra (torch, transformers) is not installed")
 
 from frostgym.agents.base import AgentRequest  # noqa: E402
-from frostgym.agents.hf import HFAgent  # noqa: E402
+from frostgym.agents.hf import HFAgent, StepClock  # noqa: E402
 from frostgym.agents.sampling import SamplingParams  # noqa: E402
 from frostgym.agents.smollm2 import ensure_converted, tiny_random_model  # noqa: E402
 from frostgym.agents.spec import make_agent  # noqa: E402
@@ -253,3 +254,49 @@ def test_a_multi_turn_card_of_hf_turns_reads_back_with_the_prefix_check(tmp_path
             previous = turn.input_ids
             observation = step.observation.apply(observation)
     assert flags.count(None) == 2 and {True, False} <= set(flags)
+
+
+def test_step_clock_times_a_row_from_its_steps() -> None:
+    clock = StepClock()
+    clock.put(torch.zeros(2, 3))  # the prompt: not a step
+    clock.stamps.extend([1.5, 1.7, 2.1])
+    ttft, tpot = clock.timings(1.0, 3)
+    assert ttft == 0.5 and tpot == pytest.approx(0.3)
+    assert clock.timings(1.0, 1) == (0.5, None)  # one token: no time per output token
+    assert clock.timings(1.0, 4) == (None, None)  # more tokens than steps: the steps do not tell
+
+
+def test_replies_record_time_to_first_token_and_per_output_token(tiny_model: tuple[Any, Any]) -> None:
+    """``ttft_s`` and ``tpot_s`` on every reply: within its batch's latency, shared by the rows
+    of one batch (their first step is one), and no ``tpot_s`` for a one-token reply; an eval
+    card then has the percentiles in ``frostgym compare``."""
+    replies = agent(tiny_model).act(requests())  # 5 requests, batch_size 3: two batches
+    for reply in replies:
+        extra, count = reply.extra, reply.completion_tokens
+        assert count is not None and count >= 1
+        assert 0 < extra["ttft_s"] <= extra["latency_s"]
+        if count > 1:
+            assert extra["tpot_s"] > 0 and extra["ttft_s"] + extra["tpot_s"] * (count - 1) <= extra["latency_s"]
+        else:
+            assert extra["tpot_s"] is None
+    assert len({reply.extra["ttft_s"] for reply in replies}) == 2
+    [short] = agent(tiny_model, max_new_tokens=1).act(requests(1))
+    assert short.completion_tokens == 1 and short.extra["tpot_s"] is None and short.extra["ttft_s"] > 0
+
+
+def test_an_hf_card_compares_with_token_timings(tiny_model: tuple[Any, Any], tmp_path: Path) -> None:
+    from frostgym.compare.compare import compare_cards
+
+    model, tokenizer = tiny_model
+    hf = HFAgent(model, tokenizer, sampling=SamplingParams(max_new_tokens=6), batch_size=4)
+    options = RunOptions(batch_size=4)
+    config = card_config(
+        env_ids=["frostgym/Arithmetic-v0"], agent_spec="hf:tiny", sampling=hf.sampling.to_dict(), episodes=4,
+        samples=1, seed=0, options=options,
+    )  # fmt: skip
+    run_to_card(tmp_path / "card", hf, config, options)
+    _, episodes, _ = load_card(tmp_path / "card")
+    ttfts = sorted(step.agent["ttft_s"] for record in episodes for step in record.steps)
+    costs = {c.metric: c for c in compare_cards(tmp_path / "card", tmp_path / "card").costs if c.slice == "overall"}
+    assert costs["ttft_seconds_p95"].cand == pytest.approx(float(np.percentile(ttfts, 95)))
+    assert costs["seconds_per_output_token_p50"].cand is not None

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from frostgym.agents import OracleAgent
 from frostgym.cli import app
 from frostgym.compare.compare import Comparison, compare_cards
-from frostgym.compare.costs import WALL_PERCENTILES, costs, percentile, wall_percentiles
+from frostgym.compare.costs import TOKEN_TIMINGS, WALL_PERCENTILES, costs, percentile, token_timings, wall_percentiles
 from frostgym.compare.gates import parse_gates
 from frostgym.compare.prices import Price, PriceFileError, model_id, parse_prices, read_prices
 from frostgym.compare.reading import read_card_facts
@@ -98,6 +98,30 @@ def test_percentiles_count_failed_drops_and_leave_out_episodes_that_never_ran() 
         assert found[metric] == pytest.approx(float(np.percentile(ran, q)), rel=1e-12)
     # the mean per episode still spreads over every episode, as every cost does
     assert costs(edited)["wall_seconds_per_episode"] == pytest.approx(float(wall.sum()) / len(wall))
+
+
+# --- time to first token, seconds per output token ------------------------------------------
+
+
+def test_token_timings_are_percentiles_of_the_episodes_that_recorded_one() -> None:
+    facts = read_card_facts(BEFORE).facts
+    rng = np.random.default_rng(3)
+    ttft, tpot = rng.exponential(0.2, len(facts)), rng.exponential(0.01, len(facts))
+    ttft[:20] = np.nan  # steps that recorded none: left out, not 0
+    tpot[100:] = np.nan
+    found = token_timings(replace(facts, ttft_seconds=ttft, tpot_seconds=tpot))
+    kept = {"ttft_seconds": ttft[20:], "tpot_seconds": tpot[:100]}
+    for metric, (column, q) in TOKEN_TIMINGS.items():
+        assert found[metric] == pytest.approx(float(np.percentile(kept[column], q)), rel=1e-12)
+    nothing = token_timings(replace(facts, ttft_seconds=np.full(len(facts), np.nan)))
+    assert nothing["ttft_seconds_p95"] is None
+
+
+def test_cards_without_token_timings_have_no_such_cost_and_its_gate_says_why() -> None:
+    comparison = compare_cards(BEFORE, AFTER, parse_gates({"gate": [{"metric": "ttft_seconds_p95", "max": 1.0}]}))
+    assert not {c.metric for c in comparison.costs} & set(TOKEN_TIMINGS)
+    [verdict] = comparison.gates
+    assert not verdict.passed and "the hf agent does, the openai agent cannot" in verdict.detail
 
 
 # --- money --------------------------------------------------------------------------------
