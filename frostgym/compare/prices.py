@@ -23,12 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from frostgym.core.errors import FrostgymError
+from frostgym.core.errors import PriceFileError
 
-
-class PriceFileError(FrostgymError, ValueError):
-    """A price file that cannot be read as prices, or a card whose model it does not price."""
-
+__all__ = ["Price", "PriceFileError", "model_id", "parse_prices", "price_of", "read_prices"]
 
 _KEYS = frozenset({"input_per_million", "output_per_million"})
 

@@ -219,6 +219,11 @@ class GateFileError(FrostgymError, ValueError):
     """A gates file that cannot be read as gates: named with its file and gate."""
 
 
+class PriceFileError(FrostgymError, ValueError):
+    """A price file that cannot be read as prices (named with its file and model), or a card
+    whose model it does not price (``frostgym compare --prices``)."""
+
+
 class ReportError(FrostgymError, ValueError):
     """The report cannot be made as asked (no card, gates without a baseline)."""
 
