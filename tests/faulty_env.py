@@ -32,17 +32,17 @@ def _limit_memory() -> None:
     resource.setrlimit(resource.RLIMIT_AS, (256 * 2**20, 256 * 2**20))
 
 
-def _run_untrusted(code: str) -> None:
+def _run_untrusted(code: str, timeout: float) -> None:
     try:
         done = subprocess.run(
             [sys.executable, "-I", "-S", "-c", code],
             capture_output=True,
-            timeout=0.5,
+            timeout=timeout,
             preexec_fn=_limit_memory,
             check=False,
         )
     except subprocess.TimeoutExpired as error:
-        raise SandboxTimeoutError("untrusted code ran past 0.5 s") from error
+        raise SandboxTimeoutError(f"untrusted code ran past {timeout} s") from error
     if b"MemoryError" in done.stderr:
         raise SandboxMemoryError("untrusted code ran past 256 MiB")
 
@@ -66,9 +66,9 @@ class FaultyEnv(MathEnv):
     def respond(self, task: Task, text: str, turn: int, last_turn: bool) -> Reply:
         kind = kind_of(task.task_id)
         if kind == "sandbox_timeout":
-            _run_untrusted("import time; time.sleep(30)")
-        elif kind == "sandbox_oom":
-            _run_untrusted("x = bytearray(1024 * 2**20)")
+            _run_untrusted("import time; time.sleep(30)", 0.5)
+        elif kind == "sandbox_oom":  # fails at once; the long limit keeps a slow start on a loaded box from timing out
+            _run_untrusted("x = bytearray(1024 * 2**20)", 30.0)
         elif kind == "grader_error":
             call_grader(_broken_grader, text, task.answer)
         return super().respond(task, text, turn, last_turn)

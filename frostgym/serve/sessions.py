@@ -92,6 +92,10 @@ class SessionTable:
         self.sessions: dict[str, Session] = {}
         self._stuck = 0  # envs whose call outlived its deadline and is still running
         self._stuck_lock = threading.Lock()
+        # Each served env's module is imported here, at start: a client's first make or reset
+        # must not pay an import against its step deadline (on a loaded machine, over 1 s).
+        for env_id in config.served:
+            env_class(env_id)
 
     # -- the table -------------------------------------------------------------------------
     @property
