@@ -52,7 +52,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -69,6 +68,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the pa
 from frostgym.core.splits import Split
 from frostgym.envs.registry import ENTRIES, entry
 from frostgym.train.session import (
+    EpisodePool,
     TaskRow,
     TrainingEpisode,
     check_training_split,
@@ -206,39 +206,8 @@ class FrozenTextEnv(BaseTextEnv):  # type: ignore[misc]  # skyrl-gym ships no ty
             _POOL.give_back(self.episode)
 
 
-class _EpisodePool:
-    """Frozen envs made once per (id, split, env arguments) in a process and lent to one
-    ``FrozenTextEnv`` at a time. SkyRL makes an env object per trajectory (and runs their
-    calls on worker threads); making a frozen env each time would cost more than a step of
-    the cheap ids, and a reset on the task makes a lent env's episode the same as a new
-    env's (episodes are a pure function of the task and seed)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._idle: dict[str, list[TrainingEpisode]] = {}
-
-    @staticmethod
-    def _key(env_id: str, split: str, env_kwargs: Mapping[str, Any]) -> str:
-        return json.dumps([env_id, split, dict(env_kwargs)], sort_keys=True, default=repr)
-
-    def borrow(
-        self, env_id: str, split: Split, env_kwargs: Mapping[str, Any], allow_private: bool = False
-    ) -> TrainingEpisode:
-        check_training_split(split, allow_private)  # before the pool: an idle env may be private's
-        key = self._key(env_id, split, env_kwargs)
-        with self._lock:
-            idle = self._idle.get(key)
-            if idle:
-                return idle.pop()
-        return TrainingEpisode(env_id, split, allow_private=allow_private, **env_kwargs)
-
-    def give_back(self, episode: TrainingEpisode) -> None:
-        key = self._key(episode.env_id, episode.split, episode.env_kwargs)
-        with self._lock:
-            self._idle.setdefault(key, []).append(episode)
-
-
-_POOL = _EpisodePool()
+#: SkyRL makes an env object per trajectory (and runs their calls on worker threads).
+_POOL = EpisodePool()
 
 
 def to_skyrl_messages(messages: Sequence[Mapping[str, Any]]) -> list[SkyRLMessage]:

@@ -33,7 +33,6 @@ taskset config) says ``allow_private=True``; the rows then carry ``allow_private
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterator, Mapping
 from typing import Any, ClassVar
@@ -46,6 +45,7 @@ from verifiers.v1.runtimes import ProgramResult, Runtime  # type: ignore[import-
 
 from frostgym.core.splits import Split
 from frostgym.train.session import (
+    EpisodePool,
     TrainingEpisode,
     assistant_action,
     check_training_split,
@@ -213,28 +213,19 @@ class FrostgymEnv(vf.Env[FrostgymEnvConfig]):  # type: ignore[misc]
 
     def __init__(self, config: FrostgymEnvConfig) -> None:
         super().__init__(config)
-        self._idle: dict[str, list[TrainingEpisode]] = {}
+        self._pool: EpisodePool = EpisodePool()
 
     def borrow(self, info: Mapping[str, Any]) -> TrainingEpisode:
         """An idle ``TrainingEpisode`` for ``info``'s env, split and arguments, or a new one
         (``private`` only for a row whose ``info`` says ``allow_private``)."""
         allow = bool(info.get("allow_private", False))
-        check_training_split(info["split"], allow)
-        key = _episode_key(info)
-        idle = self._idle.get(key)
-        if idle:
-            return idle.pop()
-        return TrainingEpisode(info["env_id"], info["split"], allow_private=allow, **info.get("env_kwargs", {}))
+        return self._pool.borrow(info["env_id"], info["split"], info.get("env_kwargs", {}), allow)
 
     def give_back(self, episode: TrainingEpisode) -> None:
-        info = {"env_id": episode.env_id, "split": episode.split, "env_kwargs": episode.env_kwargs}
-        self._idle.setdefault(_episode_key(info), []).append(episode)
+        self._pool.give_back(episode)
 
     async def stop(self) -> None:
-        idle, self._idle = self._idle, {}
-        for episodes in idle.values():
-            for episode in episodes:
-                episode.close()
+        self._pool.close()
 
     async def run(self, task: vf.Task, agents: vf.Agents) -> None:
         info = task.data.info
@@ -258,10 +249,6 @@ class FrostgymEnv(vf.Env[FrostgymEnvConfig]):  # type: ignore[misc]
             episode.close()  # in an unknown state: not reused
             raise
         self.give_back(episode)
-
-
-def _episode_key(info: Mapping[str, Any]) -> str:
-    return json.dumps([info["env_id"], info["split"], info.get("env_kwargs", {})], sort_keys=True, default=str)
 
 
 def last_assistant(messages: list[Any]) -> dict[str, Any]:

@@ -49,7 +49,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -72,6 +71,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the pa
 from frostgym.core.messages import Message
 from frostgym.core.splits import Split
 from frostgym.train.session import (
+    EpisodePool,
     StepResult,
     TaskRow,
     TrainingEpisode,
@@ -96,34 +96,9 @@ AGENT_NAME = "frostgym_agent"
 REWARD_STYLE = "frostgym"
 
 _T = TypeVar("_T")
-_PoolKey = tuple[str, str, str]
 
 
-class _EpisodePool:
-    """Envs made once and lent to one run at a time (a ``TrainingEpisode`` is not thread-safe)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._free: dict[_PoolKey, list[TrainingEpisode]] = {}
-
-    def acquire(
-        self, env_id: str, split: Split, env_kwargs: Mapping[str, Any], allow_private: bool = False
-    ) -> TrainingEpisode:
-        check_training_split(split, allow_private)  # before the pool: a free env may be private's
-        key = (env_id, split, json.dumps(dict(env_kwargs), sort_keys=True))
-        with self._lock:
-            free = self._free.get(key)
-            if free:
-                return free.pop()
-        return TrainingEpisode(env_id, split, allow_private=allow_private, **env_kwargs)
-
-    def release(self, episode: TrainingEpisode) -> None:
-        key = (episode.env_id, episode.split, json.dumps(episode.env_kwargs, sort_keys=True))
-        with self._lock:
-            self._free.setdefault(key, []).append(episode)
-
-
-_POOL = _EpisodePool()
+_POOL = EpisodePool()
 
 
 def _config_get(config: Any, key: str, default: Any = None) -> Any:
@@ -192,11 +167,11 @@ class FrostgymAgentLoop(AgentLoopBase):  # type: ignore[misc, unused-ignore]
     def _episode_for(
         self, env_id: str, split: Split, env_kwargs: dict[str, Any], allow_private: bool = False
     ) -> TrainingEpisode:
-        episode = _POOL.acquire(env_id, split, env_kwargs, allow_private)
+        episode = _POOL.borrow(env_id, split, env_kwargs, allow_private)
         cap = self.max_assistant_turns
         if cap is not None and 1 <= int(cap) < episode.max_turns and "max_turns" not in env_kwargs:
-            _POOL.release(episode)
-            episode = _POOL.acquire(env_id, split, {**env_kwargs, "max_turns": int(cap)}, allow_private)
+            _POOL.give_back(episode)
+            episode = _POOL.borrow(env_id, split, {**env_kwargs, "max_turns": int(cap)}, allow_private)
         return episode
 
     async def run(self, sampling_params: dict[str, Any], **kwargs: Any) -> Any:
@@ -206,7 +181,7 @@ class FrostgymAgentLoop(AgentLoopBase):  # type: ignore[misc, unused-ignore]
         try:
             return await self._play(episode, task_id, episode_seed, split, sampling_params)
         finally:
-            _POOL.release(episode)
+            _POOL.give_back(episode)
 
     async def _env_turn(self, episode: TrainingEpisode, t: _Trajectory, reply_ids: list[int]) -> bool:
         """One turn's env part, after the reply's ids joined the sequence: decode the reply

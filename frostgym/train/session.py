@@ -13,6 +13,8 @@ unless the caller says ``allow_private=True`` (``check_training_split``).
 
 from __future__ import annotations
 
+import json
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -192,3 +194,50 @@ class TrainingEpisode:
 def messages_text(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     """Each message's content: what the contract test compares across adapters."""
     return [str(m.get("content") or "") for m in messages]
+
+
+class EpisodePool:
+    """Frozen envs made once per (id, split, env arguments) and lent to one episode at a time.
+
+    Trainers make an env object per trajectory (SkyRL) or run episodes concurrently (verl,
+    verifiers); making a frozen env each time costs more than a step of the cheap ids, and a
+    ``TrainingEpisode`` is not thread-safe. A lent env is reset on its next task, and episodes
+    are a pure function of the task and seed, so a lent env's episode is a new env's.
+    ``borrow`` checks the split first (an idle env may be the private split's); ``close``
+    closes every idle env, and the pool may lend again after it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._idle: dict[str, list[TrainingEpisode]] = {}
+
+    @staticmethod
+    def _key(env_id: str, split: str, env_kwargs: Mapping[str, Any]) -> str:
+        return json.dumps([env_id, split, dict(env_kwargs)], sort_keys=True, default=repr)
+
+    def borrow(
+        self, env_id: str, split: Split, env_kwargs: Mapping[str, Any], allow_private: bool = False
+    ) -> TrainingEpisode:
+        check_training_split(split, allow_private)
+        key = self._key(env_id, split, env_kwargs)
+        with self._lock:
+            idle = self._idle.get(key)
+            if idle:
+                return idle.pop()
+        return TrainingEpisode(env_id, split, allow_private=allow_private, **env_kwargs)
+
+    def give_back(self, episode: TrainingEpisode) -> None:
+        key = self._key(episode.env_id, episode.split, episode.env_kwargs)
+        with self._lock:
+            self._idle.setdefault(key, []).append(episode)
+
+    def idle(self) -> int:
+        """How many envs wait to be lent."""
+        with self._lock:
+            return sum(len(episodes) for episodes in self._idle.values())
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, {}
+        for episodes in idle.values():
+            for episode in episodes:
+                episode.close()

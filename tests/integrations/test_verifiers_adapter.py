@@ -128,9 +128,9 @@ def test_episodes_one_after_another_reuse_one_frozen_env() -> None:
         async def run() -> list[Any]:
             async with env.serving():
                 episodes = [await env.run_episode(task, ctx) for task in tasks(env)]
-                assert [len(idle) for idle in env._idle.values()] == [1]
+                assert env._pool.idle() == 1
                 return episodes
 
         episodes = asyncio.run(run())
     assert [e.traces[0].reward for e in episodes] == [1.0, 1.0]
-    assert env._idle == {}  # closed when serving ends
+    assert env._pool.idle() == 0  # closed when serving ends
