@@ -420,7 +420,7 @@ def _compare_section(comparisons: Sequence[CardComparison]) -> str:
     if not comparisons:
         return ""
     parts = []
-    for item in comparisons:
+    for number, item in enumerate(comparisons, start=1):
         parts.append(f"<h3>{_e(item.cand)} against {_e(item.base)}</h3>")
         if item.note:
             parts.append(f'<p class="note">{_e(item.note)}</p>')
@@ -449,7 +449,7 @@ def _compare_section(comparisons: Sequence[CardComparison]) -> str:
             )  # fmt: skip
         header = ["slice", "view", item.base, item.cand, "delta", "95% interval", "McNemar p", "tasks", ""]
         parts.append(_table(header, rows, numeric=True))
-        parts.append(_capability(comparison))
+        parts.append(_capability(comparison, item.base, item.cand, number))
         transitions = [[t.base, t.cand, str(t.count)] for t in comparison.transitions]
         parts.append("<h4>Outcome transitions (paired episodes)</h4>")
         parts.append(_table([f"in {item.base}", f"in {item.cand}", "episodes"], transitions, numeric=True))
@@ -484,14 +484,74 @@ def _training_section(log: TrainingLog | None) -> str:
     return _section("training", "Training: KL and entropy", "".join(parts))
 
 
-def _capability(comparison: Comparison) -> str:
-    """Capability or compression (``frostgym.compare.capability``): the verdict and its numbers."""
+def _capability(comparison: Comparison, base: str, cand: str, number: int) -> str:
+    """Capability or compression (``frostgym.compare.capability``): both pass@k curves over k
+    above the paired delta with its 95% interval at each k, the crossing k marked, the verdict
+    beside the chart, and the numbers in a table (the chart's fallback). Anchored at
+    ``#capability-<number>`` (the comparison's position on the page)."""
+    anchor = f'<h4 id="capability-{number}">Capability or compression</h4>'
     found = comparison.capability
     if found is None:
-        return ""
+        return anchor + (
+            "<p>No pass@k curve and no verdict: the cards have one sample per task (pass@k needs "
+            "several samples of each task; run both cards with --samples N).</p>"
+        )
+    ks = [int(v.view.removeprefix("pass@")) for v in found.curve]
+    svg = plots.paired_curves(
+        ks,
+        {base: [v.base for v in found.curve], cand: [v.cand for v in found.curve]},
+        [
+            plots.Delta(None) if v.delta is None else plots.Delta(v.delta, v.ci_low, v.ci_high, v.too_small)
+            for v in found.curve
+        ],
+        title=f"pass@k against k: {cand} against {base}",
+        crossing=found.crossing,
+    )
+    verdict = (
+        f'<p class="capability-verdict">Verdict: <strong class="verdict verdict-{_e(found.verdict)}">'
+        f"{_e(found.verdict)}</strong></p><p>{_e(found.reason)}.</p>"
+        f"<p>pass@{found.k_max} is the largest k both cards have. Reach: {_e(base)} solved "
+        f"{found.base_reached} and {_e(cand)} {found.cand_reached} of "
+        f"{found.tasks} tasks in some sample; {len(found.cand_only)} only {_e(cand)}, "
+        f"{len(found.base_only)} only {_e(base)}.</p>"
+        '<p class="muted">compressed: pass@1 rose beyond noise and pass@K did not; expanded: pass@K rose and '
+        'pass@1 did not; both; neither (the rule: docs/compare.md, "Capability or compression?").</p>'
+    )
+    rows = [
+        [
+            str(k), _num(v.base), _num(v.cand), _num(v.delta, True),
+            "" if v.ci_low is None else f"[{_num(v.ci_low, True)}, {_num(v.ci_high, True)}]",
+            str(v.n_tasks),
+            "; ".join(
+                note for note in ("too few to say" if v.too_small else "", "crossing" if k == found.crossing else "")
+                if note
+            ),
+        ]
+        for k, v in zip(ks, found.curve, strict=True)
+    ]  # fmt: skip
+    header = ["k", f"pass@k {base}", f"pass@k {cand}", "delta", "95% interval", "tasks", ""]
+    if not any(row[-1] for row in rows):  # no note at any k: no empty column
+        header, rows = header[:-1], [row[:-1] for row in rows]
+    table = _table(header, rows, numeric=True)
+    reach_rows = [
+        [side, t.env_id, t.task_id, str(t.passed)]
+        for side, only in ((f"only {cand}", found.cand_only), (f"only {base}", found.base_only))
+        for t in only
+    ]
+    reach = (
+        "<details><summary>Tasks only one card ever solved</summary>"
+        + _table(["solved by", "env", "task", "passing episodes"], reach_rows)
+        + "</details>"
+        if reach_rows
+        else ""
+    )
     return (
-        f"<p>Capability or compression: <strong>{_e(found.verdict)}</strong>: {_e(found.reason)} "
-        f"(pass@{found.k_max} is the largest k both cards have; the rule is in docs/compare.md).</p>"
+        anchor
+        + f'<div class="plot-row capability"><figure class="plot">{svg}</figure><div class="capability-text">'
+        + verdict
+        + "</div></div>"
+        + f"<details open><summary>pass@k against k: the numbers</summary>{table}</details>"
+        + reach
     )
 
 

@@ -215,6 +215,72 @@ def curves(
     return _render(key, title, lambda: _curves_figure(title, ks, rows, xlabel, ylabel))
 
 
+@dataclass(frozen=True)
+class Delta:
+    """A paired difference in [-1, 1] (candidate minus base) with an optional interval (both
+    ends or neither); ``weak`` marks one over too few tasks to say (drawn hollow).
+
+    Raises ValueError on a value or end outside [-1, 1] (beyond rounding) or NaN, one end
+    without the other, an interval without a value, or ``low > high``.
+    """
+
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    weak: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("value", "low", "high"):
+            number = getattr(self, name)
+            if number is not None and not -1 - _RATE_SLACK <= float(number) <= 1 + _RATE_SLACK:
+                raise ValueError(f"Delta.{name}: {number!r} is not in [-1, 1]")
+        if (self.low is None) != (self.high is None):
+            raise ValueError(f"Delta needs both interval ends or neither, got low={self.low} high={self.high}")
+        if self.value is None and self.low is not None:
+            raise ValueError("Delta has an interval but no value")
+        if self.low is not None and self.high is not None and self.low > self.high:
+            raise ValueError(f"Delta interval is reversed: low={self.low} > high={self.high}")
+
+
+def paired_curves(
+    ks: Sequence[int],
+    series: Mapping[str, Sequence[float | None]],
+    deltas: Sequence[Delta],
+    *,
+    title: str,
+    crossing: int | None = None,
+    delta_label: str = "paired delta, 95% interval",
+) -> str:
+    """Cards' pass@k against k (the upper panel, 0-100) above the paired delta at each k with
+    its interval (the lower panel, in percentage points, a line at 0), on one log2 k axis.
+
+    ``ks`` are strictly increasing integers of at least 1; ``series`` maps a card label to one
+    value in [0, 1] per k (None leaves a gap), ``deltas`` has one Delta per k (a None value
+    draws nothing there). ``crossing``, a k of ``ks``, is marked on both panels by a dashed
+    line and named in the legend; without one the legend says the curves do not cross. The
+    curves' markers are in groups with ids ending ``-curve-<i>`` (the i-th series) and the
+    delta's in ``-delta``, so that a test can count the points. No ks or no series: a small
+    "no data" chart. Raises ValueError on ks that are not strictly increasing or below 1, a
+    series or deltas of the wrong length, a value out of range or a crossing not in ``ks``;
+    TypeError on a non-integer k or a delta that is not a Delta.
+    """
+    numbers = [operator.index(k) for k in ks]
+    if any(b <= a for a, b in itertools.pairwise(numbers)) or any(k < 1 for k in numbers):
+        raise ValueError(f"paired_curves: ks must be strictly increasing and at least 1, got {numbers}")
+    rows = [(str(label), _rates(v, len(numbers), f"paired_curves series {label!r}")) for label, v in series.items()]
+    if len(deltas) != len(numbers):
+        raise ValueError(f"paired_curves has {len(deltas)} deltas for {len(numbers)} ks")
+    for delta in deltas:
+        if not isinstance(delta, Delta):
+            raise TypeError(f"paired_curves: {delta!r} is not a Delta")
+    if crossing is not None and crossing not in numbers:
+        raise ValueError(f"paired_curves: crossing k = {crossing} is not one of {numbers}")
+    key = ("paired_curves", title, delta_label, numbers, rows, list(deltas), crossing)
+    if not numbers or not rows:
+        return _no_data(key, title)
+    return _render(key, title, lambda: _paired_figure(title, numbers, rows, list(deltas), crossing, delta_label))
+
+
 # --- figures -------------------------------------------------------------------------------
 # Layout is computed here, in points, from measured text: matplotlib's constrained layout draws
 # every figure twice, which doubles the time of a chart with many categories.
@@ -444,6 +510,90 @@ def _curves_figure(
     _percent_axis(ax, "y")
     ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
+    return fig
+
+
+def _paired_figure(
+    title: str,
+    ks: list[int],
+    rows: list[tuple[str, list[float | None]]],
+    deltas: list[Delta],
+    crossing: int | None,
+    delta_label: str,
+) -> Figure:
+    handles = [_line_handle(i) for i in range(len(rows))]
+    labels = [label for label, _ in rows]
+    handles.append(Line2D([], [], color=_CEILING, marker="o", markersize=5, linestyle="none"))
+    labels.append(delta_label)
+    if any(d.weak and d.value is not None for d in deltas):
+        handles.append(
+            Line2D([], [], color=_CEILING, marker="o", markersize=5, markerfacecolor="white", linestyle="none")
+        )
+        labels.append("too few tasks to say")
+    if crossing is None:
+        handles.append(Line2D([], [], linestyle="none"))
+        labels.append(f"the curves do not cross up to k = {ks[-1]}")
+    else:
+        handles.append(Line2D([], [], color=_GREY, linestyle="--", linewidth=1.2))
+        labels.append(f"the curves cross at k = {crossing}")
+    upper, gap, lower = _PLOT_PT * 0.8, 2 * _PAD, _PLOT_PT * 0.5
+    fig, (x, y, width, height) = _chart(
+        title, handles, labels, body=upper + gap + lower, left=_value_margin(), bottom=_TICKS + _LINE + 2 * _PAD
+    )
+    per_pt = height / (upper + gap + lower)
+    top_ax = fig.add_axes((x, y + (lower + gap) * per_pt, width, upper * per_pt))
+    low_ax = fig.add_axes((x, y, width, lower * per_pt), sharex=top_ax)
+    for i, (_, values) in enumerate(rows):
+        colour, marker, _ = _style(i)
+        ys = [math.nan if v is None else 100 * v for v in values]
+        (line,) = top_ax.plot(ks, ys, color=colour, marker=marker, markersize=5, linewidth=1.5)
+        line.set_gid(f"curve-{i}")
+    _percent_axis(top_ax, "y")
+    top_ax.set_ylabel("pass@k (%)")
+    top_ax.tick_params(axis="x", labelbottom=False)
+    drawn = [(k, d) for k, d in zip(ks, deltas, strict=True) if d.value is not None]
+    spans = [(k, 100 * d.low, 100 * d.high) for k, d in drawn if d.low is not None and d.high is not None]
+    if spans:
+        at, lows, highs = zip(*spans, strict=True)
+        low_ax.vlines(at, lows, highs, color=_CEILING, linewidth=1.2, gid="delta-interval")
+        low_ax.plot([*at, *at], [*lows, *highs], linestyle="none", marker="_", markersize=7, color=_CEILING)
+    if drawn:
+        (points,) = low_ax.plot(
+            [k for k, _ in drawn],
+            [100 * (d.value or 0.0) for _, d in drawn],
+            linestyle="none",
+            marker="o",
+            markersize=5,
+            color=_CEILING,
+        )
+        points.set_gid("delta")
+        weak = [(k, d) for k, d in drawn if d.weak]
+        if weak:  # too few tasks to say: hollow, over the filled point
+            low_ax.plot(
+                [k for k, _ in weak],
+                [100 * (d.value or 0.0) for _, d in weak],
+                linestyle="none",
+                marker="o",
+                markersize=5,
+                color=_CEILING,
+                markerfacecolor="white",
+            )
+    reach = max([abs(v) for _, a, b in spans for v in (a, b)] + [100 * abs(d.value or 0.0) for _, d in drawn] + [5.0])
+    low_ax.set_ylim(-1.15 * reach, 1.15 * reach)
+    low_ax.yaxis.set_major_locator(MaxNLocator(nbins=4, symmetric=True))
+    low_ax.axhline(0, color=_GREY, linewidth=0.8)
+    low_ax.grid(axis="y", color=_GRID, linewidth=0.6)
+    low_ax.set_axisbelow(True)
+    low_ax.set_ylabel("delta (points)")
+    if crossing is not None:
+        for panel, ax in (("upper", top_ax), ("lower", low_ax)):
+            ax.axvline(crossing, color=_GREY, linestyle="--", linewidth=1.2, gid=f"crossing-{panel}")
+    low_ax.set_xscale("log", base=2)
+    low_ax.set_xlim(ks[0] / 2**0.3, ks[-1] * 2**0.3)
+    if len(ks) <= _LABELLED_XS:
+        low_ax.set_xticks(ks, labels=[str(k) for k in ks])
+        low_ax.xaxis.set_minor_locator(NullLocator())
+    low_ax.set_xlabel("k (samples per task, log2 scale)")
     return fig
 
 
