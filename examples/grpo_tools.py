@@ -164,6 +164,13 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=None, help="completions per step (default 4 tiny, 8)")
     parser.add_argument("--generations", type=int, default=4, help="completions per prompt (a GRPO group)")
     parser.add_argument(
+        "--micro-batch",
+        type=int,
+        default=None,
+        help="completions per forward/backward pass (default: --batch tiny, 2), the rest accumulated: a batch of 8 "
+        "~1,500-token sequences in one pass needs over 20 GB",
+    )
+    parser.add_argument(
         "--max-new-tokens", type=int, default=None, help="per completion, tool results included (default 32 tiny, 384)"
     )
     parser.add_argument("--max-tool-calls", type=int, default=2, help="tool-calling rounds per completion")
@@ -190,6 +197,9 @@ def main() -> None:
     started = time.perf_counter()
     args.out.mkdir(parents=True, exist_ok=True)
     batch = args.batch or (4 if args.tiny else 8)
+    micro = args.micro_batch or (batch if args.tiny else min(2, batch))
+    if batch % micro:
+        parser.error(f"--batch {batch} is not a multiple of --micro-batch {micro}")
     max_new_tokens = args.max_new_tokens or (32 if args.tiny else 384)
     eval_tokens = args.eval_max_new_tokens or (32 if args.tiny else 128)
     episodes = None if args.eval_episodes == 0 else args.eval_episodes or (2 if args.tiny else 8)
@@ -234,7 +244,8 @@ def main() -> None:
     config = GRPOConfig(
         output_dir=str(args.out / "trainer"),
         max_steps=args.steps,
-        per_device_train_batch_size=batch,
+        per_device_train_batch_size=micro,
+        gradient_accumulation_steps=batch // micro,  # one generation of `batch` completions per optimizer step
         num_generations=args.generations,
         max_completion_length=max_new_tokens,
         max_tool_calling_iterations=args.max_tool_calls,
@@ -286,6 +297,7 @@ def main() -> None:
         "train_rows": len(data),
         "steps": args.steps,
         "batch": batch,
+        "micro_batch": micro,
         "generations": args.generations,
         "max_completion_length": max_new_tokens,
         "max_tool_calling_iterations": args.max_tool_calls,
