@@ -74,6 +74,7 @@ def test_dataset_rows_are_task_rows_with_the_envs_first_messages() -> None:
 
 
 def test_env_kwargs_travel_in_the_rows() -> None:
+    register_skyrl_envs()
     rows = skyrl_rows("frostgym/Arithmetic-v0", split="dev", n=2, seed=0, level=2)
     assert [task_row_of(r) for r in rows] == task_rows("frostgym/Arithmetic-v0", split="dev", n=2, seed=0, level=2)
     env = skyrl_gym.make("frostgym/Arithmetic-v0", env_config={}, extras=extras_of(rows[0]))
