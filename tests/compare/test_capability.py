@@ -256,7 +256,8 @@ def test_one_sample_per_task_has_no_verdict(tmp_path: Path) -> None:
 
 def test_the_report_shows_the_verdict(cards: dict[str, Path], tmp_path: Path) -> None:
     page = write_report([cards["base"], cards["compressed"]], tmp_path / "report").read_text(encoding="utf-8")
-    assert "Capability or compression: <strong>compressed</strong>: pass@1 +" in page
+    assert 'Verdict: <strong class="verdict verdict-compressed">compressed</strong>' in page
+    assert "</strong></p><p>pass@1 +" in page  # the reason, with its numbers, beside the verdict
 
 
 def _row(k: int, delta: float | None, low: float | None = None, *, too_small: bool = False) -> ViewDelta:

@@ -265,7 +265,8 @@ def test_junk_arguments_are_the_agents_failure(env_id: str, case: str) -> None:
     env = start(env_id)
     started = time.perf_counter()
     result = _step_junk(env, JUNK[case]())
-    assert time.perf_counter() - started < 2.0, case
+    # Bounded, not hung: the slow cases take ~1 s alone and ran past 2 s on a loaded 2-core box.
+    assert time.perf_counter() - started < (20.0 if case in SLOW_JUNK else 2.0), case
     if result is None:
         assert case.startswith("structured-"), f"{case}: only a structured action can be no action at all"
         return
