@@ -280,25 +280,10 @@ class _IdsServer:
 
 
 def _verl_loop(agent_name: str, server: _IdsServer, trainer_config: Any) -> Any:
-    """The row's agent loop, built as verl's ``AgentLoopWorker`` builds it (one per row; as
-    ``tests/integrations/drivers/verl.py``'s ``run_loop`` does)."""
-    import hydra
-    from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap, _agent_loop_registry
-    from verl.utils.dataset.rl_dataset import RLHFDataset
+    """The row's agent loop, built as verl's ``AgentLoopWorker`` builds it (one per row)."""
+    from tests.integrations.drivers.verl import build_loop
 
-    from tests.integrations.drivers.verl import tokenizer
-
-    return hydra.utils.instantiate(
-        config=_agent_loop_registry[agent_name],
-        trainer_config=DictConfigWrap(config=trainer_config),
-        server_manager=server,
-        tokenizer=tokenizer(),
-        processor=None,
-        hf_model_type="llama",
-        dataset_cls=RLHFDataset,
-        data_config=DictConfigWrap(trainer_config.data),
-        tools=ToolListWrap([]),
-    )
+    return build_loop(agent_name, server, trainer_config)
 
 
 def _verl_inputs(episodes: list[Episode]) -> tuple[list[dict[str, Any]], list[list[list[int]]], Any]:

@@ -93,16 +93,17 @@ def dataset_kwargs(row: dict[str, Any]) -> dict[str, Any]:
     return kwargs
 
 
-async def run_loop(row: dict[str, Any], server: ScriptedServer, trainer_config: Any) -> Any:
-    """Build the row's agent loop as verl's worker does and await its ``run``."""
+def build_loop(agent_name: str, server: Any, trainer_config: Any) -> Any:
+    """The agent loop registered as ``agent_name``, built as verl's ``AgentLoopWorker`` builds
+    it (one per row), with ``server`` as its server manager."""
     import hydra
     from verl.experimental.agent_loop.agent_loop import DictConfigWrap, ToolListWrap, _agent_loop_registry
     from verl.utils.dataset.rl_dataset import RLHFDataset
 
     import frostgym.integrations.verl  # noqa: F401  (registers the loop)
 
-    loop = hydra.utils.instantiate(
-        config=_agent_loop_registry[row["agent_name"]],
+    return hydra.utils.instantiate(
+        config=_agent_loop_registry[agent_name],
         trainer_config=DictConfigWrap(config=trainer_config),
         server_manager=server,
         tokenizer=tokenizer(),
@@ -112,6 +113,11 @@ async def run_loop(row: dict[str, Any], server: ScriptedServer, trainer_config: 
         data_config=DictConfigWrap(trainer_config.data),
         tools=ToolListWrap([]),
     )
+
+
+async def run_loop(row: dict[str, Any], server: ScriptedServer, trainer_config: Any) -> Any:
+    """Build the row's agent loop as verl's worker does and await its ``run``."""
+    loop = build_loop(row["agent_name"], server, trainer_config)
     return await loop.run({"temperature": 1.0, "top_p": 1.0, "top_k": -1, "logprobs": True}, **dataset_kwargs(row))
 
 
