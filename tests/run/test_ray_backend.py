@@ -265,7 +265,7 @@ def test_a_lost_ray_cluster_interrupts_the_run_and_resume_finishes_it(tmp_path: 
     home = tmp_path / "home"
     home.mkdir()
     out = tmp_path / "card"
-    plan = ["--agent", "oracle", "--all", "--samples", "40", "--backend", "ray"]  # 8000 episodes
+    plan = ["--agent", "oracle", "--all", "--samples", "10", "--backend", "ray"]  # 2000 episodes
     head = RayHead(home)
     command = [sys.executable, "-m", "frostgym.cli", "eval", "--env", "frostgym/Arithmetic-v0", "--out", str(out)]
     try:
@@ -284,7 +284,7 @@ def test_a_lost_ray_cluster_interrupts_the_run_and_resume_finishes_it(tmp_path: 
     assert card["status"] == "interrupted", card["status"]
     _, played, drops = load_card(out)
     assert not drops, drops[:3]
-    assert 0 < len(played) < 8000
+    assert 0 < len(played) < 2000
 
     again = RayHead(home)
     try:
@@ -294,13 +294,13 @@ def test_a_lost_ray_cluster_interrupts_the_run_and_resume_finishes_it(tmp_path: 
             env=again.env,
             capture_output=True,
             text=True,
-            timeout=300,
+            timeout=600,
         )
     finally:
         again.stop()
     assert resumed.returncode == 0, resumed.stdout + resumed.stderr
     card, finished, drops_after = load_card(out)
-    assert card["status"] == "complete" and len(finished) == 8000 and not drops_after
+    assert card["status"] == "complete" and len(finished) == 2000 and not drops_after
 
 
 def test_one_dead_actor_is_an_episode_error_and_every_actor_dead_a_lost_cluster(ray_cluster: None) -> None:
