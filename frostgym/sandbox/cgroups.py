@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 CGROUP_ROOT = Path("/sys/fs/cgroup")
@@ -25,12 +25,18 @@ class TaskGroups:
     has its slot to itself, the next one waits in the other."""
 
     slots: tuple[tuple[Path, ...], ...]
+    #: The process that made them. A forked copy of it (a trainer's data worker, say) holds
+    #: this object too, and its clean-up must not remove the groups a live server still
+    #: moves tasks into: only the owner removes them.
+    owner: int = field(default_factory=os.getpid)
 
     @property
     def paths(self) -> tuple[Path, ...]:
         return tuple(path for slot in self.slots for path in slot)
 
     def remove(self) -> None:
+        if os.getpid() != self.owner:
+            return
         for path in self.paths:
             with contextlib.suppress(OSError):
                 path.rmdir()

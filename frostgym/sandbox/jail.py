@@ -68,12 +68,17 @@ class SubprocessServer:
     control: socket.socket
     groups: TaskGroups | None = None
     scratch_root: str | None = None  # a host directory to remove with the server (insecure)
+    #: The process that started the server. In a forked copy of it, ``poll`` cannot see the
+    #: server (not its child) and would call it gone: that copy only closes its own end.
+    owner: int = field(default_factory=os.getpid)
 
     def alive(self) -> bool:
         return self.process.poll() is None
 
     def terminate(self) -> None:
         self.control.close()
+        if os.getpid() != self.owner:
+            return
         if self.process.poll() is None:
             self.process.kill()
         with contextlib.suppress(subprocess.TimeoutExpired):
