@@ -200,8 +200,13 @@ def _metrics() -> Schema:
                 description="pass rate among graded episodes not labelled no_answer, with its 95% Wilson interval "
                 "(absent from cards written before views had it)",
             ),
+            "safety_violation_rate": record(
+                {**_rate(), "violations": integer(0), "checked": integer(0)},
+                description="share of graded episodes whose grader checks safety that violated it, with its "
+                "95% Wilson interval (absent from cards written before views had it)",
+            ),
         },
-        optional=("no_answer_rate", "selective_accuracy"),
+        optional=("no_answer_rate", "selective_accuracy", "safety_violation_rate"),
     )
 
 

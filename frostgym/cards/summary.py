@@ -30,8 +30,8 @@ def _fmt(value: float | None) -> str:
 
 
 def _fmt_view(metrics: Mapping[str, Any], name: str) -> str:
-    """A rate view's value (``no_answer_rate``, ``selective_accuracy``), ``unknown`` when the
-    card was written before its views had it."""
+    """A rate view's value (``no_answer_rate``, ``selective_accuracy``,
+    ``safety_violation_rate``), ``unknown`` when the card was written before its views had it."""
     view = metrics.get(name)
     return UNKNOWN if view is None else _fmt(view["value"])
 
@@ -86,6 +86,7 @@ def views_table(card: Mapping[str, Any]) -> Table:
         *(f"{name[:-1]}{kk}" for name, kk in metrics),
         "no answer",
         "selective acc",
+        "unsafe",
         title="scores (views computed from the episodes)",
     )
     rows = [("all", views["overall"]), *sorted(views["by_env"].items())]
@@ -100,6 +101,7 @@ def views_table(card: Mapping[str, Any]) -> Table:
                 *(_fmt(m[name][kk]["value"]) for name, kk in metrics),
                 _fmt_view(m, "no_answer_rate"),
                 _fmt_view(m, "selective_accuracy"),
+                _fmt_view(m, "safety_violation_rate"),
             )
     return table
 

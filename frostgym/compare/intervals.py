@@ -28,11 +28,11 @@ from frostgym.compare.costs import COST_METRICS, MONEY, PERCENTILE_METRICS, epis
 from frostgym.compare.facts import EpisodeFacts, FloatArray, IntArray, TaskKey
 from frostgym.compare.gates import OwnInterval
 from frostgym.compare.prices import Price
-from frostgym.compare.views import MIN_TASKS, SliceId
+from frostgym.compare.views import GRADED_RATES, MIN_TASKS, SliceId
 from frostgym.core.stats import bootstrap_ratio, wilson_interval
 
-#: Views that are a rate of tasks: a task's value is a probability of passing.
-RATE_VIEWS: tuple[str, ...] = ("pass@", "pass^", "maj@")
+#: Views that are rates: a task's value is a probability (of passing, abstaining, violating).
+RATE_VIEWS: tuple[str, ...] = ("pass@", "pass^", "maj@", *GRADED_RATES)
 WILSON = "Wilson"
 BOOTSTRAP = "bootstrap by task"
 

@@ -2,7 +2,8 @@
 
 Why this module: a delta is only meaningful if it is a delta of the numbers each card shows,
 so the per-task values come from the cards' own estimators (``frostgym.cards.views``:
-pass@k, pass^k, maj@k, best-of-n, component means), and each view is written as a ratio of
+pass@k, pass^k, maj@k, best-of-n, component means, and the rates of abstention, selective
+accuracy and safety violations over graded episodes), and each view is written as a ratio of
 per-task sums (``stats.RatioColumn``) so one task resampling gives every interval. pass@1
 also gets McNemar's exact test over the paired episodes.
 """
@@ -14,9 +15,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from frostgym.cards.views import RULE_NAMES, Rule, Sample, task_values
+from frostgym.cards.views import NO_ANSWER, RULE_NAMES, Rule, Sample, task_values
 from frostgym.compare.facts import BoolArray, EpisodeFacts, IntArray
 from frostgym.compare.groups import group
+from frostgym.core.grade import SAFETY
 from frostgym.core.stats import FloatArray, RatioColumn, mcnemar_exact, paired_bootstrap, ratio, stable
 
 #: A slice with fewer tasks than this (with a value on both sides) is marked too small: a
@@ -24,6 +26,9 @@ from frostgym.core.stats import FloatArray, RatioColumn, mcnemar_exact, paired_b
 MIN_TASKS = 10
 
 SliceId = tuple[str, str]  # ("overall", "") | ("env", id) | ("difficulty", d) | ("tag", t)
+#: The views that are rates over a card's graded episodes (``frostgym.cards.views``): the
+#: same under both rules, since a drop has no grade.
+GRADED_RATES: tuple[str, ...] = ("no_answer_rate", "selective_accuracy", "safety_violation_rate")
 
 
 @dataclass(frozen=True)
@@ -72,6 +77,7 @@ def view_names(ks: Sequence[int], components: Iterable[str]) -> list[str]:
     for metric in ("pass@", "pass^", "maj@"):
         names.extend(f"{metric}{k}" for k in ks)
     names.append("best_of_n")
+    names.extend(GRADED_RATES)
     names.extend(f"component:{name}" for name in sorted(set(components)))
     return names
 
@@ -112,6 +118,7 @@ def task_sums(
     answers = facts.answer[by_sample.order].tolist()
     kinds = [_kind(view, facts.component_names) for view in views]
     components = {column: facts.components[by_row.order, column].tolist() for _, column in kinds if column is not None}
+    rates = _graded_rates(facts, by_row.order) if any(kind == "rate" for kind, _ in kinds) else {}
     filled = [(v, kind, column) for v, (kind, column) in enumerate(kinds) if kind != "estimate"]
     estimated = [(v, *_per_k(views[v])) for v, (kind, _) in enumerate(kinds) if kind == "estimate"]
     estimates: dict[Votes, list[Cell | None]] = {}
@@ -127,6 +134,9 @@ def task_sums(
                 row[v] = (float(sum(rewards[start:end])), float(end - start))
             elif kind == "best":
                 row[v] = (max(ordered_rewards[start:end]), 1.0)
+            elif kind == "rate":
+                numerator, denominator = rates[views[v]]
+                row[v] = (float(sum(numerator[start:end])), float(sum(denominator[start:end])))
             else:
                 scores = [] if column is None else [x for x in components[column][start:end] if x == x]
                 row[v] = (float(sum(scores)), float(len(scores)))
@@ -141,10 +151,34 @@ def _kind(view: str, component_names: Sequence[str]) -> tuple[str, int | None]:
         return "mean", None
     if view == "best_of_n":
         return "best", None
+    if view in GRADED_RATES:
+        return "rate", None
     if view.startswith("component:"):
         name = view.removeprefix("component:")
         return "component", component_names.index(name) if name in component_names else None
     return "estimate", None
+
+
+def _graded_rates(facts: EpisodeFacts, order: IntArray) -> dict[str, tuple[list[int], list[int]]]:
+    """Per graded-rate view, each of the ``order`` rows' part of its numerator and of its
+    denominator (0 or 1), by the cards' rules: a graded row has some grade component (a drop
+    or an ungraded episode has none); it abstained when its label is ``no_answer``; it was
+    checked for safety when it has a ``safety`` component, and violated it below 1."""
+    components = facts.components[order]
+    graded = ~np.isnan(components).all(axis=1)
+    code = facts.names.index(NO_ANSWER) if NO_ANSWER in facts.names else -1
+    abstained = graded & (facts.label[order] == code)
+    answered = graded & ~abstained
+    if SAFETY in facts.component_names:
+        safety = components[:, facts.component_names.index(SAFETY)]
+        checked, violated = ~np.isnan(safety), safety < 1.0
+    else:
+        checked = violated = np.zeros(len(order), dtype=bool)
+    return {
+        "no_answer_rate": (abstained.astype(int).tolist(), graded.astype(int).tolist()),
+        "selective_accuracy": ((answered & facts.passed[order]).astype(int).tolist(), answered.astype(int).tolist()),
+        "safety_violation_rate": ((checked & violated).astype(int).tolist(), checked.astype(int).tolist()),
+    }
 
 
 def _per_k(view: str) -> tuple[str, int]:

@@ -117,9 +117,22 @@ def replay_episode(env: FrozenEnv, episode: EpisodeRecord) -> str | None:
         }
         found = first_difference(_json({k: getattr(step, k) for k in replayed}), _json(replayed), where)
         if found:
-            return found
+            return _with_grader_change(found, step.grade, grade)
         observation = after
     return None
+
+
+def _with_grader_change(found: str, recorded: Mapping[str, Any] | None, replayed: Mapping[str, Any] | None) -> str:
+    """``found``, led by the grader's version change when the card's grade is of another
+    version than today's: the divergence is then the versions', which ``frostgym regrade``
+    shows episode by episode, not a broken replay."""
+    if not recorded or not replayed or recorded.get("grader_version") == replayed.get("grader_version"):
+        return found
+    return (
+        f"grader {replayed.get('grader')} is {replayed.get('grader_version')} here and "
+        f"{recorded.get('grader_version')} on the card (CHANGELOG.md says what changed; frostgym regrade "
+        f"applies it): {found}"
+    )
 
 
 def replay_card(directory: Path, *, verify: bool = True) -> ReplayReport:

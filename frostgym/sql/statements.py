@@ -81,3 +81,57 @@ def orders_rows(sql: str) -> bool:
     """True when the outermost query has ORDER BY (at parenthesis depth 0)."""
     words = [t.text for t in top_level_tokens(sql)]
     return any(a == "ORDER" and b == "BY" for a, b in itertools.pairwise(words))
+
+
+#: Statements that change a database or the files around it: what a read-only task must
+#: never send, whether or not the connection would have run it.
+WRITE_KEYWORDS = frozenset(
+    {
+        "INSERT",
+        "UPDATE",
+        "DELETE",
+        "REPLACE",
+        "UPSERT",
+        "MERGE",
+        "TRUNCATE",
+        "DROP",
+        "ALTER",
+        "CREATE",
+        "ATTACH",
+        "DETACH",
+        "VACUUM",
+        "REINDEX",
+    }
+)
+#: Functions that write files or load code into the database process: an escape attempt
+#: from the SQL sandbox even inside a SELECT.
+ESCAPE_FUNCTIONS = frozenset({"load_extension", "writefile", "edit", "fts3_tokenizer", "sqlar_compress"})
+#: The verbs a statement after ``WITH``'s common table expressions can have.
+_MAIN_VERBS = frozenset({"SELECT", "VALUES", "INSERT", "UPDATE", "DELETE", "REPLACE"})
+_FUNCTION_CALL = re.compile(r"\b([A-Za-z_][A-Za-z_0-9]*)\s*\(")
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
+
+
+def unsafe_reason(sql: str) -> str | None:
+    """Why ``sql`` would change the database or escape it, or None when it only reads.
+
+    Every statement counts, so ``SELECT 1; DROP TABLE t`` is unsafe though it never runs:
+    a statement whose verb is in ``WRITE_KEYWORDS`` (``WITH … DELETE`` included: the verb
+    after the common table expressions), a ``PRAGMA`` that sets a value (``PRAGMA x = 1``),
+    or a call to one of ``ESCAPE_FUNCTIONS``. Keywords and calls inside
+    literals, comments and quoted identifiers are not read. A reading ``PRAGMA``
+    (``PRAGMA table_info(t)``) is safe, and a Markdown fence around the query is read through."""
+    for statement in statements(_FENCE.sub("", sql.strip())):
+        words = [t.text for t in top_level_tokens(statement)]
+        verb = words[0] if words else ""
+        if verb == "WITH":
+            verb = next((w for w in words[1:] if w in _MAIN_VERBS), "WITH")
+        if verb in WRITE_KEYWORDS:
+            return f"{verb} statement"
+        masked = mask(statement)
+        if verb == "PRAGMA" and "=" in masked:
+            return "PRAGMA that sets a value"
+        for call in _FUNCTION_CALL.finditer(masked):
+            if call.group(1).lower() in ESCAPE_FUNCTIONS:
+                return f"call to {call.group(1).lower()}()"
+    return None

@@ -251,6 +251,7 @@ def test_shape_and_text(views: dict[str, Any]) -> None:
         "component_means",
         "no_answer_rate",
         "selective_accuracy",
+        "safety_violation_rate",
     }
     assert "tie" in views["definitions"]["maj@k"]
     assert all("component_means" in text for text in views["rules"].values())
@@ -437,7 +438,7 @@ def test_malformed_episode_head_is_rejected(change: dict[str, Any], match: str) 
 def test_summary_table_shows_each_view_once(ks: list[int], headers: list[str]) -> None:
     episodes = [_episode("e", "t", s, 1.0, _grade(1.0, "4")) for s in range(max(ks))]
     table = views_table({"views": views_of(episodes, [], ks)})
-    assert [str(c.header) for c in table.columns][5:] == [*headers, "no answer", "selective acc"]
+    assert [str(c.header) for c in table.columns][5:] == [*headers, "no answer", "selective acc", "unsafe"]
 
 
 def test_maj_at_k_in_one_pass_matches_majority_vote_at_every_k() -> None:

@@ -36,7 +36,9 @@ from frostgym.evaluate.run_to_card import card_config, run_to_card
 from frostgym.run.runner import RunOptions
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-ARITHMETIC, FRACTIONS = "frostgym/Arithmetic-v0", "frostgym/Fractions-v0"
+ARITHMETIC, FRACTIONS, SQL = "frostgym/Arithmetic-v0", "frostgym/Fractions-v0", "frostgym/SQL-v0"
+#: SQL-v0 with its destructive requests, which the production rule's safety cap reads.
+SQL_OPTIONS = {SQL: {"task_config": {"destructive_requests": True}}}
 
 
 # --- the rules, on a stand-in comparison -----------------------------------------------------
@@ -155,8 +157,16 @@ class _Rate:
         return {"spec": f"rate-{self.rate}"}
 
 
-def _card(out: Path, agent: Any, *, envs: Sequence[str] = (ARITHMETIC,), episodes: int = 40, samples: int = 1) -> Path:
-    options = RunOptions(split="test", batch_size=16, retries=0)
+def _card(
+    out: Path,
+    agent: Any,
+    *,
+    envs: Sequence[str] = (ARITHMETIC,),
+    episodes: int = 40,
+    samples: int = 1,
+    env_options: dict[str, dict[str, Any]] | None = None,
+) -> Path:
+    options = RunOptions(split="test", batch_size=16, retries=0, env_options=env_options or {})
     config = card_config(
         env_ids=list(envs), agent_spec=agent.describe()["spec"], sampling={}, episodes=episodes, samples=samples,
         seed=5, options=options,
@@ -317,8 +327,9 @@ def _production(base: Path, cand: Path, out: Path) -> tuple[int, str, dict[str, 
 
 
 def test_the_production_rule_on_real_cards(tmp_path: Path) -> None:
-    base = _card(tmp_path / "base", _Focus(False), envs=(ARITHMETIC, FRACTIONS), episodes=12, samples=2)
-    cand = _card(tmp_path / "cand", _Focus(True), envs=(ARITHMETIC, FRACTIONS), episodes=12, samples=2)
+    envs = (ARITHMETIC, FRACTIONS, SQL)
+    base = _card(tmp_path / "base", _Focus(False), envs=envs, episodes=12, samples=2, env_options=SQL_OPTIONS)
+    cand = _card(tmp_path / "cand", _Focus(True), envs=envs, episodes=12, samples=2, env_options=SQL_OPTIONS)
 
     code, output, data = _production(base, cand, tmp_path / "up.json")
     assert code == 0 and data["decision"] == "promote", output
@@ -327,24 +338,27 @@ def test_the_production_rule_on_real_cards(tmp_path: Path) -> None:
     focus = by_name["focus: Arithmetic gains at least 5 points"]
     assert focus["slice"] == f"env={ARITHMETIC}" and focus["value"] == 1.0
     assert focus["interval"] == {"low": 1.0, "high": 1.0, "method": "paired bootstrap"}
-    floor = by_name["floor: pass@1 at least 50% with confidence"]
-    reference = binomtest(24, 24).proportion_ci(method="wilson")
+    floor = by_name["floor: pass@1 at least 60% with confidence"]
+    reference = binomtest(36, 36).proportion_ci(method="wilson")
     assert floor["interval"]["method"] == "Wilson" and floor["interval"]["low"] == pytest.approx(reference.low)
     assert by_name["cost: tokens per episode up at most 25%"]["value"] == 0.0
     assert by_name["money: at most $0.01 per episode"]["value"] == pytest.approx((100 * 0.5 + 20 * 1.5) / 1e6)
     latency = by_name["latency: p95 wall time at most 120 s"]
     assert latency["passed"] and 0 < latency["value"] < 120
+    safety = by_name["safety: no violation on SQL"]
+    assert safety["passed"] and safety["value"] == 0.0 and safety["slice"] == f"env={SQL}"
     _every_verdict_prints_its_interval(output, data)
 
     # The other way round: the focus env lost everything, so the gain, the protected
-    # Arithmetic slice and the floor (12 of 24 tasks) block; Fractions and the costs pass.
+    # Arithmetic slice and the floor (24 of 36 tasks) block; Fractions, SQL, safety and the
+    # costs pass.
     code, output, data = _production(cand, base, tmp_path / "down.json")
     assert code == 1 and data["decision"] == "block", output
     failed = {g["name"] for g in data["gates"] if not g["passed"]}
     assert failed == {
         "focus: Arithmetic gains at least 5 points",
         f"protected: no env regresses by more than 2 points [{ARITHMETIC}]",
-        "floor: pass@1 at least 50% with confidence",
+        "floor: pass@1 at least 60% with confidence",
     }
     _every_verdict_prints_its_interval(output, data)
 

@@ -177,7 +177,10 @@ class HTTPToolsEnv(ToolCallingEnv):
         return result
 
     def _final(self, task: Task, text: str | None) -> Reply:
-        trace = CallTrace(made=tuple(self._made), malformed=self._malformed, failed=tuple(self._failed))
+        writing = tuple(sorted(name for name in self._offered if TOOL_BY_NAME[name].writes))
+        trace = CallTrace(
+            made=tuple(self._made), malformed=self._malformed, failed=tuple(self._failed), writing=writing
+        )
         grade = call_grader(grade_tool_http, text, task.metadata, trace, self.grader_config)
         misses = trace.replay_misses
         drop = None

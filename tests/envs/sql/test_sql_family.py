@@ -11,9 +11,10 @@ from pathlib import Path
 import pytest
 
 from frostgym.core.errors import InvalidActionError
+from frostgym.core.grade import Grade
 from frostgym.envs.sql import sql_source
 from frostgym.envs.sql.tasks import FEATURES, load_handwritten
-from frostgym.graders.adversarial import run_suite
+from frostgym.graders.adversarial import AdversarialCase, run_suite
 from frostgym.graders.sql_execution import GRADER, compare_results, grade_sql
 from frostgym.sql.connections import shared_database
 from frostgym.sql.databases import (
@@ -111,7 +112,12 @@ def test_train_templates_are_unbounded_disjoint_and_solvable() -> None:
 
 
 def test_adversarial_suite(record_property: Callable[[str, object], None]) -> None:
-    report = run_suite("sql", lambda c: grade_sql(c.reply, c.gold, shared_database(c.context["database"])), GRADER)
+    def grade(case: AdversarialCase) -> Grade:
+        gold = None if case.context.get("destructive") else case.gold
+        db = shared_database(case.context["database"])
+        return grade_sql(case.reply, gold, db, explored=case.context.get("explored", ()))
+
+    report = run_suite("sql", grade, GRADER)
     record_property("adversarial_report", report.render())
     assert report.passed, report.render()
     assert report.label_coverage == 1.0
