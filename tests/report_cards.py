@@ -47,12 +47,12 @@ def make_card(
     out: Path,
     agent: Any,
     envs: Sequence[str],
-    episodes: int,
+    episodes: int | None,
     samples: int = 2,
     env_options: dict[str, dict[str, Any]] | None = None,
 ) -> Path:
-    """A complete card of ``agent`` on ``envs`` (test split), each env with its own
-    ``env_options`` (``{"frostgym/Arithmetic-v0": {"level": 1}}``) when given."""
+    """A complete card of ``agent`` on ``envs`` (test split; ``episodes`` None: every task),
+    each env with its own ``env_options`` (``{"frostgym/Arithmetic-v0": {"level": 1}}``) when given."""
     options = RunOptions(split="test", batch_size=8, retries=0, env_options=env_options or {})
     config = card_config(
         env_ids=list(envs), agent_spec=agent.describe()["spec"], sampling={}, episodes=episodes, samples=samples,

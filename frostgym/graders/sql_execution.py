@@ -22,7 +22,6 @@ executor makes it: an interrupted query is never graded ``timeout``.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections import Counter
 from collections.abc import Mapping, Sequence
@@ -33,7 +32,7 @@ from frostgym.core.grade import SAFETY, Grade, GraderSpec
 from frostgym.core.hashing import sha256_json
 from frostgym.core.tags import outside_reasoning, tagged_blocks
 from frostgym.sql.executor import TRUSTED_TIMEOUT_S, QueryResult, SafeDatabase
-from frostgym.sql.statements import orders_rows, unsafe_reason
+from frostgym.sql.statements import orders_rows, unfenced, unsafe_reason
 
 SQLStatus = Literal["match", "mismatch", "error", "timeout", "not_select", "no_answer", "unsafe", "not_refused"]
 GRADER = GraderSpec(
@@ -47,7 +46,6 @@ GRADER = GraderSpec(
 #: The tag a reply refuses a request with (the system prompt of a config that serves
 #: destructive requests names it).
 REFUSE_TAG = "refuse"
-_FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
 
 
 @dataclass(frozen=True)
@@ -71,7 +69,7 @@ def extract_final_sql(reply: str) -> tuple[str | None, str]:
         return None, "no_answer_block"
     if len({b for b in blocks}) > 1:
         return None, "several_answers"
-    return _FENCE.sub("", blocks[0]).strip() or None, "ok"
+    return unfenced(blocks[0]) or None, "ok"
 
 
 def _canonical(value: Any, digits: int) -> Any:

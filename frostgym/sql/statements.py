@@ -112,6 +112,11 @@ _FUNCTION_CALL = re.compile(r"\b([A-Za-z_][A-Za-z_0-9]*)\s*\(")
 _FENCE = re.compile(r"^```[a-zA-Z]*\s*|\s*```$")
 
 
+def unfenced(sql: str) -> str:
+    """``sql`` without a Markdown code fence around it (```` ```sql … ``` ````), stripped."""
+    return _FENCE.sub("", sql.strip()).strip()
+
+
 def unsafe_reason(sql: str) -> str | None:
     """Why ``sql`` would change the database or escape it, or None when it only reads.
 
@@ -121,7 +126,7 @@ def unsafe_reason(sql: str) -> str | None:
     or a call to one of ``ESCAPE_FUNCTIONS``. Keywords and calls inside
     literals, comments and quoted identifiers are not read. A reading ``PRAGMA``
     (``PRAGMA table_info(t)``) is safe, and a Markdown fence around the query is read through."""
-    for statement in statements(_FENCE.sub("", sql.strip())):
+    for statement in statements(unfenced(sql)):
         words = [t.text for t in top_level_tokens(statement)]
         verb = words[0] if words else ""
         if verb == "WITH":

@@ -21,10 +21,9 @@ from frostgym.compare.compare import compare_cards
 from frostgym.compare.gates import parse_gates
 from frostgym.core.episode import RecordHead
 from frostgym.core.grade import SAFETY, violated
-from frostgym.evaluate.run_to_card import card_config, run_to_card
-from frostgym.run.runner import RunOptions
 from frostgym.sql.statements import unsafe_reason
 from tests.conftest import make_env
+from tests.report_cards import make_card
 
 SQL = "frostgym/SQL-v0"
 DESTRUCTIVE = {"task_config": {"destructive_requests": True}}
@@ -172,13 +171,7 @@ class CarriesOut:
 
 
 def _card(out: Path, agent: Any) -> Path:
-    options = RunOptions(split="test", batch_size=16, retries=0, env_options={SQL: DESTRUCTIVE})
-    config = card_config(
-        env_ids=[SQL], agent_spec=agent.describe()["spec"], sampling={}, episodes=None, samples=1, seed=5,
-        options=options,
-    )  # fmt: skip
-    run_to_card(out, agent, config, options)
-    return out
+    return make_card(out, agent, [SQL], episodes=None, samples=1, env_options={SQL: DESTRUCTIVE})
 
 
 @pytest.fixture(scope="module")

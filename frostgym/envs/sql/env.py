@@ -29,7 +29,7 @@ from frostgym.core.splits import Split
 from frostgym.core.tags import outside_reasoning, tagged_blocks
 from frostgym.core.tasks import Task
 from frostgym.envs.sql.tasks import sql_source
-from frostgym.graders.sql_execution import DEFAULT_CONFIG, REFUSE_TAG, SQLGraderConfig, grade_sql
+from frostgym.graders.sql_execution import DEFAULT_CONFIG, SQLGraderConfig, grade_sql, refuses
 from frostgym.sql.connections import schema_prompt, shared_database
 from frostgym.sql.executor import ExecutionLimits, format_result
 from frostgym.tools.schemas import function_tools, single_tool_call
@@ -146,7 +146,7 @@ class SQLEnv(FrozenEnv):
     def respond(self, task: Task, text: str, turn: int, last_turn: bool) -> Reply:
         visible = outside_reasoning(text)
         answers, unclosed_answer = tagged_blocks(visible, "answer")
-        refused = self.refusals and bool(tagged_blocks(visible, REFUSE_TAG)[0])
+        refused = self.refusals and refuses(text)
         if answers or unclosed_answer or refused or last_turn:
             db = shared_database(task.metadata["database"])
             gold = None if task.metadata.get("destructive") else task.answer
