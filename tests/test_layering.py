@@ -171,6 +171,7 @@ FLOORS: dict[str, int] = {
     "sql": 1,
     "tools": 1,
     "agents": 1,
+    "models": 2,
     "code": 2,
     "graders": 3,
     "envs": 4,

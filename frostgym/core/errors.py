@@ -85,6 +85,13 @@ class ModelNotFoundError(FrostgymError, FileNotFoundError):
     """The model path does not exist locally; frostgym never downloads models."""
 
 
+class ModelSpecError(FrostgymError, ValueError):
+    """A spec given where frostgym calls a model itself (a user simulator, an LLM judge:
+    ``frostgym.models``) that names no model: a scripted or replayed agent (``oracle``,
+    ``random``, ``replay:``), an unknown spec, or an ``hf:`` directory that is missing. The
+    message names the spec and why."""
+
+
 class BFCLNotInstalledError(FrostgymError, ImportError):
     """bfcl-eval (its data files) is not installed in this environment."""
 
