@@ -16,6 +16,8 @@ from frostgym.commands.contamination import contamination_cmd
 from frostgym.commands.eval import eval_cmd
 from frostgym.commands.export import export_app
 from frostgym.commands.headline import headline_cmd
+from frostgym.commands.judge import judge_cmd
+from frostgym.commands.judge_agreement import judge_agreement_cmd
 from frostgym.commands.list_envs import list_envs
 from frostgym.commands.lock import lock_cmd
 from frostgym.commands.record_cassettes import record_cassettes_cmd
@@ -33,6 +35,8 @@ app.command("eval")(eval_cmd)
 app.command("summary")(summary_cmd)
 app.command("replay")(replay_cmd)
 app.command("regrade")(regrade_cmd)
+app.command("judge")(judge_cmd)
+app.command("judge-agreement")(judge_agreement_cmd)
 app.command("schema")(schema_cmd)
 app.command("lock")(lock_cmd)
 app.command("build-databases")(build_databases_cmd)

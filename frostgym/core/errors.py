@@ -162,6 +162,31 @@ class RemoteEnvError(FrostgymError, RuntimeError):
             self.stage = stage
 
 
+class JudgeError(FrostgymError, RuntimeError):
+    """An LLM judge (``frostgym.graders.judge``) gave no verdict, so the episode has no grade:
+    never a 0 for the agent. ``drop_class`` says why: ``grader_error`` for a reply that is not
+    a verdict in the declared format, ``replay_miss`` for a call the judge cache does not hold
+    in ``replay`` mode, ``infra_error`` for a call that failed. ``key`` is the judge call's
+    key and ``reply`` the judge's raw reply (None when there was none)."""
+
+    stage: Stage | None = "grade"
+
+    def __init__(
+        self, message: str, drop_class: DropClass, *, key: str | None = None, reply: str | None = None
+    ) -> None:
+        super().__init__(message)
+        self.drop_class = drop_class
+        self.key = key
+        self.reply = reply
+
+    def __reduce__(self) -> tuple[Any, ...]:  # keeps its drop class across processes
+        return (_judge_error, (str(self), self.drop_class, self.key, self.reply))
+
+
+def _judge_error(message: str, drop_class: DropClass, key: str | None, reply: str | None) -> JudgeError:
+    return JudgeError(message, drop_class, key=key, reply=reply)
+
+
 # -- backends: where a run's envs live -----------------------------------------------------
 
 
@@ -307,6 +332,18 @@ class TrainingLogError(FrostgymError, ValueError):
     """A trainer's per-step log that cannot be read (missing, not JSON, a step without an
     integer ``step`` or with a value that is not a number): the message names the file and
     the line (or the ``log_history`` entry) and why."""
+
+
+class RubricError(FrostgymError, ValueError):
+    """A judge rubric that cannot be used (``frostgym.graders.judge``): a TOML file that does
+    not parse, a missing or unknown key, a criterion named twice, a weight or threshold out of
+    range. The message names the file and the key."""
+
+
+class LabelsError(FrostgymError, ValueError):
+    """A labels file for ``frostgym judge-agreement`` that cannot be matched with its card: not
+    there, a line that is not a label, an id named twice or not in the card, or a card with no
+    judge grades. The message names the file and the line."""
 
 
 class NotJSON(FrostgymError, ValueError):
