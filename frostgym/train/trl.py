@@ -24,7 +24,7 @@ episode has left until it ends (a single-turn id: once), so a reward is exactly 
 weight 0 (``reward_weights``). A completion is graded once per batch however many
 functions ask.
 
-Multi-turn (SQL-v0, Code-v0, ToolsHTTP-v0, ToolsMultiTurn-v0): ``environment_factory(env_id)``
+Multi-turn (SQL-v0, Code-v0, ToolsHTTP-v0, ToolsMultiTurn-v0, CustomerService-v0): ``environment_factory(env_id)``
 is what to pass as ``GRPOTrainer(environment_factory=...)``, with ``env_dataset`` rows and
 ``reward_functions(env_id)``. Its objects (``ToolEnv`` subclasses) play one real episode
 each through ``frostgym.train.session.TrainingEpisode``: TRL calls ``reset(**row)``, then
@@ -41,8 +41,10 @@ set (``toolset_key``), one class per set, and ``env_dataset`` names each row's s
 classes add a ``finish_turn`` tool (the reply without calls that ends a request under
 ``gym.make``), whose result is the next request. What TRL cannot show as ``gym.make``
 does (tools listed alphabetically and all at once, lossy schemas, ...) is listed in the
-guide. TRL requires a chat template that renders tool calls (Qwen2.5/Qwen3 do; SmolLM2's
-does not).
+guide. CustomerService-v0's classes (one per domain) add a ``message_customer`` tool (the
+reply without calls that speaks to the customer under ``gym.make``), whose result is the
+customer's answer; a reply without any call ends TRL's loop as usual. TRL requires a chat
+template that renders tool calls (Qwen2.5/Qwen3 do; SmolLM2's does not).
 
 The ``private`` split is refused (``PrivateSplitError``) by every helper here unless called
 with ``allow_private=True`` (``frostgym.train.session.check_training_split``): it is what
@@ -77,13 +79,17 @@ SQL_ID = "frostgym/SQL-v0"
 CODE_ID = "frostgym/Code-v0"
 HTTP_ID = "frostgym/ToolsHTTP-v0"
 MULTI_TURN_ID = "frostgym/ToolsMultiTurn-v0"
+CUSTOMER_ID = "frostgym/CustomerService-v0"
 #: Ids whose tools differ per task: a dict factory, and an ``environment`` column.
-PER_TASK_TOOLS = (MULTI_TURN_ID, HTTP_ID)
+PER_TASK_TOOLS = (MULTI_TURN_ID, HTTP_ID, CUSTOMER_ID)
 #: Multi-turn ids with an ``environment_factory`` here.
 TOOL_ENVS = (SQL_ID, CODE_ID, *PER_TASK_TOOLS)
 PREFIX = "frostgym_"
 #: The ToolsMultiTurn-v0 tool that ends a user request (a reply without calls under gym.make).
 FINISH_TURN = "finish_turn"
+#: The CustomerService-v0 tool that sends the customer a message (a reply without calls
+#: under gym.make); its result is the customer's answer.
+MESSAGE_CUSTOMER = "message_customer"
 EPISODE_OVER = "The episode is over: no more tool calls."
 
 
@@ -96,6 +102,10 @@ def _task_toolset(env_id: str, task: Task) -> tuple[str, ...]:
 
         entry = entry_for(task)
         return tuple(dict.fromkeys(name for turn in range(len(entry.turns)) for name in entry.offered(turn)))
+    if env_id == CUSTOMER_ID:
+        from frostgym.customer.tau2_data import tool_schemas
+
+        return tuple(str(schema["function"]["name"]) for schema in tool_schemas(str(task.metadata["domain"])))
     return tuple(str(name) for name in task.metadata["tools"])
 
 
@@ -240,7 +250,7 @@ class ToolEnv:
         pending, self._pending = self._pending, []
         group: list[tuple[str, dict[str, Any], asyncio.Future[str]]] = []
         for call in pending:
-            if call[0] == FINISH_TURN:  # the reply's calls so far are one reply, finish_turn the next
+            if call[0] in (FINISH_TURN, MESSAGE_CUSTOMER):  # the calls so far are one reply, this the next
                 self._answer(group)
                 self._answer([call])
                 group = []
@@ -253,6 +263,8 @@ class ToolEnv:
             return
         if group[0][0] == FINISH_TURN:
             action: Action = ""  # a reply without calls: it ends the user request
+        elif group[0][0] == MESSAGE_CUSTOMER:
+            action = str(group[0][1].get("message", ""))  # a reply without calls: a message to the customer
         else:
             action = {"content": "", "tool_calls": [{"name": n, "arguments": a} for n, a, _ in group]}
         text = self._step(action)
@@ -410,14 +422,46 @@ def tool_method(schema: Mapping[str, Any]) -> Callable[..., Any]:
 
 #: Names a tool method cannot have: TRL's (``reset``, ``get_reward``) and ``ToolEnv``'s own.
 _RESERVED = frozenset(
-    {"reset", "get_reward", FINISH_TURN, "steps", "episode", "env_id", "env_kwargs", "final_grade", "allow_private"}
+    {
+        "reset",
+        "get_reward",
+        FINISH_TURN,
+        MESSAGE_CUSTOMER,
+        "steps",
+        "episode",
+        "env_id",
+        "env_kwargs",
+        "final_grade",
+        "allow_private",
+    }
 )
 
 
+class CustomerToolEnv(ToolEnv):
+    """CustomerService-v0; ``environment_factory`` makes one subclass per domain, whose
+    methods are the domain's tools, plus ``message_customer``."""
+
+    default_env_id = CUSTOMER_ID
+
+    async def message_customer(self, message: str) -> str:
+        # The docstring is MESSAGE_CUSTOMER_DESCRIPTION (set below).
+        return await self._call(MESSAGE_CUSTOMER, {"message": message})
+
+
+MESSAGE_CUSTOMER_DESCRIPTION = """Send the customer a message (a question, a confirmation to ask for, or what was done).
+
+The result is the customer's answer, or that the conversation is over.
+
+Args:
+    message: What to tell or ask the customer."""
+CustomerToolEnv.message_customer.__doc__ = MESSAGE_CUSTOMER_DESCRIPTION
+
+
 def tool_env_class(env_id: str, schemas: Sequence[Mapping[str, Any]]) -> type[ToolEnv]:
-    """The ``ToolEnv`` subclass of ``env_id`` (ToolsHTTP-v0 or ToolsMultiTurn-v0) whose tool
-    methods are ``schemas`` (``tool_method``)."""
-    base: type[ToolEnv] = MultiTurnToolEnv if env_id == MULTI_TURN_ID else HTTPToolEnv
+    """The ``ToolEnv`` subclass of ``env_id`` (ToolsHTTP-v0, ToolsMultiTurn-v0 or
+    CustomerService-v0) whose tool methods are ``schemas`` (``tool_method``)."""
+    bases: dict[str, type[ToolEnv]] = {MULTI_TURN_ID: MultiTurnToolEnv, CUSTOMER_ID: CustomerToolEnv}
+    base = bases.get(env_id, HTTPToolEnv)
     names = tuple(str(s["function"]["name"]) for s in schemas)
     for name in names:
         if name.startswith("_") or name in _RESERVED or hasattr(base, name):
@@ -433,6 +477,15 @@ def _toolset_schemas(env_id: str, names: Sequence[str]) -> list[dict[str, Any]]:
         from frostgym.tools.bfcl_multi_turn import tools_for
 
         return tools_for(list(names))
+    if env_id == CUSTOMER_ID:
+        from frostgym.customer.tau2_data import DOMAINS
+        from frostgym.customer.tau2_data import tool_schemas as domain_schemas
+
+        for domain in DOMAINS:
+            schemas = {str(s["function"]["name"]): dict(s) for s in domain_schemas(domain)}
+            if set(names) == set(schemas):
+                return [schemas[name] for name in names]
+        raise ValueError(f"{env_id} has no domain with the tools {sorted(names)}")
     from frostgym.tools.http.clients import tool_schemas
 
     return tool_schemas(list(names))
@@ -464,7 +517,7 @@ def environment_factory(
 ) -> Callable[[], ToolEnv]: ...
 @overload
 def environment_factory(
-    env_id: Literal["frostgym/ToolsHTTP-v0", "frostgym/ToolsMultiTurn-v0"],
+    env_id: Literal["frostgym/ToolsHTTP-v0", "frostgym/ToolsMultiTurn-v0", "frostgym/CustomerService-v0"],
     *,
     allow_private: bool = False,
     **env_kwargs: Any,

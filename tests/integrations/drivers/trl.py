@@ -40,7 +40,9 @@ from frostgym.core.messages import Action
 from frostgym.tools.calls import parse_reply
 from frostgym.train.session import TaskRow, messages_text
 from frostgym.train.trl import (
+    CUSTOMER_ID,
     FINISH_TURN,
+    MESSAGE_CUSTOMER,
     MULTI_TURN_ID,
     TOOL_ENVS,
     RewardFunc,
@@ -113,6 +115,9 @@ def play(row: TaskRow, actions: list[Action]) -> Played:
             continue
         if row.env_id == MULTI_TURN_ID and i < len(actions) - 1:
             added.append([asyncio.run(getattr(env, FINISH_TURN)())])
+            continue
+        if row.env_id == CUSTOMER_ID and i < len(actions) - 1:
+            added.append([asyncio.run(getattr(env, MESSAGE_CUSTOMER)(_text(action)))])
             continue
         text = _text(action)
         before = len(env.steps)
