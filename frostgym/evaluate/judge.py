@@ -1,6 +1,6 @@
 """Judge a card: an LLM judge's grade of every episode's final reply, into a new card.
 
-The path is regrade's (``frostgym.evaluate.replay``): the source card's recorded actions are
+The path is regrade's (``frostgym.evaluate.replay.replay_into``): the source card's recorded actions are
 played again through fresh envs by a ``ReplayAgent``, with the same plan, seeds and
 execution options and no retries, into a new card by ``run_to_card``. What differs is the
 envs they are played in: each is wrapped (``JudgingEnvs``) so that the step that ends an
@@ -22,7 +22,6 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, SupportsFloat
 
-from frostgym.agents.replay import ReplayAgent
 from frostgym.cards.card import load_card
 from frostgym.cards.store import write_json_atomic
 from frostgym.core.grade import passes
@@ -30,12 +29,10 @@ from frostgym.core.hashing import canonical_json
 from frostgym.core.messages import Action, Observation
 from frostgym.core.seeding import derive_seed
 from frostgym.core.splits import Split
-from frostgym.evaluate.replay import unreplayable
-from frostgym.evaluate.run_to_card import execution_config, run_options, run_to_card
+from frostgym.evaluate.replay import replay_into
 from frostgym.graders.judge import GRADER, Rubric, judge_rubric
 from frostgym.models.frozen import FrozenModel
-from frostgym.run.plan import PlannedEpisode
-from frostgym.run.runner import LocalEnvs, RunnerEnv, RunOptions
+from frostgym.run.runner import LocalEnvs, RunnerEnv
 
 #: The file ``judge_card`` writes next to the judged card's own files.
 JUDGE_FILE = "judge.json"
@@ -124,31 +121,7 @@ def judge_card(source: Path, out: Path, rubric: Rubric, model: FrozenModel) -> d
     from (``cache`` or ``live``). Raises ``CardCorruptError`` for a source that fails its
     checksums or holds a line that is not a record, ``FileExistsError`` for an ``out`` that
     is not empty, and what opening the judge's model raises."""
-    card, episodes, drops = load_card(source)
-    identity = card["config"]["identity"]
-    defaults = RunOptions()
-    # a replay is deterministic, and so is a judge cache: a second attempt would fail the same way
-    options = run_options(identity, {"batch_size": defaults.batch_size, "workers": defaults.workers, "retries": 0})
-    config = {
-        **card["config"],
-        "identity": {**identity, "agent": f"replay:{source}"},
-        "execution": execution_config(options),
-    }
-    plan = [PlannedEpisode.from_dict(p) for p in card["plan"]["episodes"]]
-    skip = {d.plan_id: f"dropped in {source} as {d.drop.drop_class}: {d.drop.error}" for d in drops}
-    skip |= {e.plan_id: f"not replayable: {reason}" for e in episodes if (reason := unreplayable(e))}
-    agent = ReplayAgent.from_card(source)
-    regraded_from = {"path": str(source), "episodes_sha256": agent.sha256, "graders": card.get("graders", {})}
-    run_to_card(
-        out,
-        agent,
-        config,
-        options,
-        plan=plan,
-        skip=skip,
-        extra={"regraded_from": regraded_from},
-        envs=JudgingEnvs(rubric, model),
-    )
+    replay_into(source, out, envs=JudgingEnvs(rubric, model))
     _, judged, dropped = load_card(out)
     sources = Counter(str(e.grade.get("details", {}).get("judge_source")) for e in judged if e.grade is not None)
     report = {

@@ -24,7 +24,7 @@ from frostgym.core.errors import CardCorruptError
 from frostgym.envs.registry import make_env
 from frostgym.evaluate.run_to_card import execution_config, run_options, run_to_card
 from frostgym.run.plan import PlannedEpisode
-from frostgym.run.runner import RunOptions
+from frostgym.run.runner import EnvBackend, RunOptions
 
 
 @dataclass(frozen=True)
@@ -190,14 +190,17 @@ def unreplayable(episode: EpisodeRecord) -> str | None:
 
 
 # -- regrade ---------------------------------------------------------------------------------
-def regrade_card(source: Path, out: Path, options: RunOptions | None = None) -> dict[str, Any]:
-    """Play the source card's actions through today's envs and graders into a new card at
-    ``out`` (same plan, seeds and execution options, no retries), then write and return
-    ``out/regrade.json``: the grader versions before and after and every episode whose
-    grade changed (``grade_diff``). Episodes dropped in the source, or whose actions the
-    card keeps only in part, are ``skipped`` drops in the new card. Raises
-    ``CardCorruptError`` for a source that fails its checksums or holds a line that is not
-    a record, and ``FileExistsError`` for an ``out`` that is not empty."""
+def replay_into(
+    source: Path, out: Path, options: RunOptions | None = None, envs: EnvBackend | None = None
+) -> tuple[dict[str, Any], list[EpisodeRecord], dict[str, Any]]:
+    """Play the source card's recorded actions into a new card at ``out``: the same plan,
+    seeds and execution options, no retries, through today's envs (or ``envs``, a backend
+    that wraps them: a judge's), by a ``ReplayAgent``; the new card records where it came
+    from (``regraded_from``). Episodes dropped in the source, or whose actions the card
+    keeps only in part, are ``skipped`` drops. Returns the source's ``card.json`` and
+    episodes, and the new card's ``card.json``. Raises ``CardCorruptError`` for a source
+    that fails its checksums or holds a line that is not a record, and ``FileExistsError``
+    for an ``out`` that is not empty."""
     card, episodes, drops = load_card(source)
     identity = card["config"]["identity"]
     options = options or RunOptions()
@@ -216,7 +219,18 @@ def regrade_card(source: Path, out: Path, options: RunOptions | None = None) -> 
     skip |= {e.plan_id: f"not replayable: {reason}" for e in episodes if (reason := unreplayable(e))}
     agent = ReplayAgent.from_card(source)
     regraded_from = {"path": str(source), "episodes_sha256": agent.sha256, "graders": card.get("graders", {})}
-    new_card = run_to_card(out, agent, config, options, plan=plan, skip=skip, extra={"regraded_from": regraded_from})
+    new_card = run_to_card(
+        out, agent, config, options, plan=plan, skip=skip, extra={"regraded_from": regraded_from}, envs=envs
+    )
+    return card, episodes, new_card
+
+
+def regrade_card(source: Path, out: Path, options: RunOptions | None = None) -> dict[str, Any]:
+    """Play the source card's actions through today's envs and graders into a new card at
+    ``out`` (``replay_into``), then write and return ``out/regrade.json``: the grader
+    versions before and after and every episode whose grade changed (``grade_diff``).
+    Raises what ``replay_into`` raises."""
+    card, episodes, new_card = replay_into(source, out, options)
     _, new_episodes, _ = load_card(out)
     diff = grade_diff(episodes, new_episodes)
     report = {
