@@ -8,7 +8,7 @@ through SkyRL must play exactly the episode ``gym.make`` plays (same task for th
 same observations, same grade), so this module only translates: each call goes to
 ``frostgym.train.session.TrainingEpisode`` and its result comes back in SkyRL's types.
 
-- ``register_skyrl_envs()`` registers the nine ids (``frostgym.envs.registry.ENTRIES``)
+- ``register_skyrl_envs()`` registers every id (``frostgym.envs.registry.ENTRIES``)
   with skyrl-gym's registry under the gymnasium ids themselves (``frostgym/Math-v0``:
   skyrl-gym's ids are free strings), all to ``FrozenTextEnv``. Idempotent. Call it in the
   process that runs the generator (SkyRL's ``skyrl_entrypoint`` Ray task), as SkyRL's own
