@@ -40,7 +40,8 @@ from frostgym.models.frozen import FrozenModel
 GREETING: Final = "Hi! How can I help you today?"
 SCRIPTED: Final = "scripted"
 #: The committed cache of the embedded model as the customer (``frostgym/fixtures``).
-PACKAGED_CACHE: Final = Path(__file__).resolve().parents[2] / "fixtures" / "customer_service" / "customer_cache.jsonl"
+PACKAGED_CACHE_NAME: Final = "frostgym/fixtures/customer_service/customer_cache.jsonl"
+PACKAGED_CACHE: Final = Path(__file__).resolve().parents[3] / PACKAGED_CACHE_NAME
 
 
 @dataclass(frozen=True)
@@ -112,7 +113,12 @@ class ModelCustomer:
         return self._call(messages, episode, len(own))
 
     def describe(self) -> dict[str, Any]:
-        return {"kind": "model", **self.model.describe()}
+        """``FrozenModel.describe`` with the packaged cache named by its place in the
+        package, not by this machine's path to it."""
+        described = {"kind": "model", **self.model.describe()}
+        if described.get("cache_path") == str(PACKAGED_CACHE):
+            described["cache_path"] = PACKAGED_CACHE_NAME
+        return described
 
 
 _MODELS: dict[tuple[str, str, str, int], FrozenModel] = {}

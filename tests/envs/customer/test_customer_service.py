@@ -203,3 +203,48 @@ def test_unreadable_and_unknown_calls_are_error_results_not_crashes() -> None:
         assert not done and observation[-1]["role"] == "user"
     assert "Error" in observation[-3]["content"] or "Error" in observation[-5]["content"]
     assert info["tool_results"][0]["ok"] is True
+
+
+# -- (5) the embedded model's card, its customer from the packaged cache ----------------------
+
+SMOLLM2_CARD = Path(__file__).resolve().parents[3] / "benchmarks" / "results" / "customer-service-smollm2"
+
+
+def test_the_embedded_models_card_replays_from_the_packaged_cache() -> None:
+    """SmolLM2 as agent and customer: every customer turn on the committed card is a cache
+    hit in replay mode, and ``frostgym replay`` plays the card again byte for byte with no
+    model loaded (the replay agent plays the agent's side)."""
+    lines = (SMOLLM2_CARD / "episodes.jsonl").read_text().splitlines()
+    steps = [step for line in lines for step in json.loads(line)["steps"]]
+    calls = [step["info"]["customer_call"] for step in steps if "customer_call" in step["info"]]
+    assert len(lines) == 2 and calls and {c["source"] for c in calls} == {"cache"}
+    card = json.loads((SMOLLM2_CARD / "card.json").read_text())
+    second_party = card["contract"]["envs"][ENV_ID]["second_party"]
+    assert second_party["mode"] == "replay" and second_party["model"]["spec"] == "smollm2"
+    result = run_cli("replay", str(SMOLLM2_CARD))
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "replay identical: 2 episodes" in result.stdout
+
+
+def test_the_embedded_models_run_is_the_same_card_in_another_process(tmp_path: Path) -> None:
+    """The same run (its agent's actions replayed, its customer from the cache) in a fresh
+    process writes the same card, timings and hosts aside."""
+    from tests.card_equality import comparable
+
+    spec = next(iter(json.loads((SMOLLM2_CARD / "card.json").read_text())["envs"]))
+    options = json.loads((SMOLLM2_CARD / "card.json").read_text())["config"]["identity"]["env_options"][spec]
+    env_spec = f"{spec}[" + ",".join(f"{k}={v}" for k, v in options.items()) + "]"
+    out = tmp_path / "again"
+    args = ["eval", "--env", env_spec, "--agent", f"replay:{SMOLLM2_CARD}", "--episodes", "2", "--seed", "0"]
+    result = run_cli(*args, "--out", str(out))
+    assert result.returncode == 0, result.stderr
+    _, first, _ = comparable(SMOLLM2_CARD)
+    _, second, _ = comparable(out)
+    assert [_without_agent(e) for e in second] == [_without_agent(e) for e in first]
+
+
+def _without_agent(episode: dict[str, Any]) -> dict[str, Any]:
+    """An episode without what names the agent that played it (smollm2 on one card, the
+    replay of its actions on the other) or its token counts."""
+    steps = [{k: v for k, v in step.items() if k not in ("agent", "tokens", "agent_seed")} for step in episode["steps"]]
+    return {**{k: v for k, v in episode.items() if k not in ("agent",)}, "steps": steps}

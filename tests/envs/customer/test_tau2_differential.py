@@ -1,6 +1,6 @@
 """CustomerService-v0's grader against tau2-bench's own evaluator, on the same conversations.
 
-For every dev task and every third test task of both domains: the oracle's conversation, and perturbations
+For every dev task and every sixth test task of both domains: the oracle's conversation, and perturbations
 of it (the last gold action left out; a wrong value in a writing action's arguments; an
 extra write; the closing message without the information to communicate). Each is played
 through the env with the scripted customer and graded by both; the test reports the
@@ -29,7 +29,7 @@ from tests.envs.customer.tau2_reference import tau2_messages, tau2_reward
 pytestmark = pytest.mark.slow
 #: Every dev task, and every this-many-th test task (tau2's evaluator copies the database per
 #: conversation: the whole test split would take minutes).
-TEST_EVERY = 3
+TEST_EVERY = 6
 
 
 def play(env: CustomerServiceEnv, task: Task, replies: list[str]) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
