@@ -31,8 +31,10 @@ from frostgym.envs.registry import ENTRIES  # noqa: E402
 from frostgym.tools.calls import parse_reply  # noqa: E402
 from frostgym.train.session import TaskRow  # noqa: E402
 from frostgym.train.trl import (  # noqa: E402
+    CUSTOMER_ID,
     FINISH_TURN,
     HTTP_ID,
+    MESSAGE_CUSTOMER,
     MULTI_TURN_ID,
     PER_TASK_TOOLS,
     TOOL_ENVS,
@@ -113,7 +115,8 @@ def test_environment_factory_serves_every_multi_turn_id_and_routes_every_row() -
             assert env.episode is not None
             offered = {t["function"]["name"] for t in env.episode.tools}
             assert offered <= set(env.tool_names)  # ToolsMultiTurn-v0: later turns may add more
-            assert set(tool_methods(env)) == set(env.tool_names) | ({FINISH_TURN} if env_id == MULTI_TURN_ID else set())
+            extra = {MULTI_TURN_ID: {FINISH_TURN}, CUSTOMER_ID: {MESSAGE_CUSTOMER}}.get(env_id, set())
+            assert set(tool_methods(env)) == set(env.tool_names) | extra
         other = next(k for k in factories if k != data[0]["environment"])
         with pytest.raises(ValueError, match="route rows"):
             factories[other]().reset(**{k: v for k, v in data[0].items() if k != "environment"})
