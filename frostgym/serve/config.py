@@ -19,7 +19,10 @@ from frostgym.envs.specs import parse_env_specs
 TOKEN_ENV = "FROSTGYM_SERVE_TOKEN"
 #: Env keyword arguments a client may not set: they are the server's to decide. ``sandbox`` and
 #: ``allow_insecure`` choose how Code-v0 runs untrusted code; a client could otherwise ask for none.
-SERVER_ONLY_KWARGS = frozenset({"sandbox", "allow_insecure"})
+#: ``customer``, ``customer_cache`` and ``cache_mode`` choose the model CustomerService-v0 calls and
+#: the file it reads and writes; a client could otherwise have the server call any address or write
+#: any path.
+SERVER_ONLY_KWARGS = frozenset({"sandbox", "allow_insecure", "customer", "customer_cache", "cache_mode"})
 
 
 @dataclass(frozen=True)

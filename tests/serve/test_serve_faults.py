@@ -123,6 +123,20 @@ def test_a_client_cannot_widen_a_sandbox_limit(served: Served) -> None:
         assert http.get("/health").json()["sessions"] == 0, "a refused request holds no session"
 
 
+def test_a_client_cannot_name_the_model_or_cache_an_env_calls(served: Served) -> None:
+    """CustomerService-v0's customer model and cache are the server's: a client that names one
+    would have the server call any address, or write any path."""
+    with httpx.Client(base_url=served.url, timeout=30) as http:
+        for kwargs in (
+            {"customer": "openai:http://169.254.169.254/v1#x"},
+            {"customer_cache": "/etc/passwd"},
+            {"cache_mode": "live"},
+        ):
+            body = {"session_id": "party", "env_id": ARITHMETIC, "env_kwargs": kwargs}
+            _error(http.post("/reset", json=body), 403, "set by the server")
+        assert http.get("/health").json()["sessions"] == 0
+
+
 def test_the_operator_may_allow_wider_limits() -> None:
     running = Served("--env", CODE, "--allow-wider-limits")
     try:
