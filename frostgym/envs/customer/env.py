@@ -20,7 +20,8 @@ Protocol (also told to the agent in the system message, which holds the domain's
 
 The customer (``customer``) is ``scripted`` (``frostgym.customer.scripted_user``) or a
 model through the frozen model layer (``frostgym.envs.customer.users``): its every call is
-stored on the step (``info["customer_call"]``: key, source, reply) and served from the
+stored on the step (``info["customer_call"]``: key, source, reply; the opening's on the first
+step too, as ``info["customer_opening_call"]``, since a card keeps steps' info) and served from the
 cache at ``customer_cache`` in ``cache_mode``; a call the cache lacks in ``replay`` mode
 makes the episode a ``replay_miss`` drop (at reset, the error the runner files as one;
 at a step, ``info["drop"]``). The contract records the customer (``second_party``): its
@@ -143,6 +144,7 @@ class CustomerServiceEnv(ToolCallingEnv):
         self._malformed = 0
         self._oracle_sent = 0
         self._pending_call: Mapping[str, Any] | None = None
+        self._opening_call: Mapping[str, Any] | None = None
 
     # -- the evaluation contract -------------------------------------------------------
     def contract(self) -> dict[str, Any]:
@@ -174,6 +176,7 @@ class CustomerServiceEnv(ToolCallingEnv):
         turn = self.customer.opening(task.metadata["user_scenario"], self.episode_id)
         self._customer_messages.append(turn.text)
         self._pending_call = turn.call
+        self._opening_call = turn.call
         return [message("system", system), message("user", turn.text)]
 
     # -- actions -----------------------------------------------------------------------
@@ -265,6 +268,8 @@ class CustomerServiceEnv(ToolCallingEnv):
         info["domain"] = self.task.metadata["domain"]
         if self._pending_call is not None:  # what the customer said since the last info
             info["customer_call"] = dict(self._pending_call)
+        if self._turn == 1 and self._opening_call is not None:  # a card keeps steps' info, not reset's
+            info["customer_opening_call"] = dict(self._opening_call)
         return info
 
 

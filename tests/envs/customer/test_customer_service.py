@@ -216,7 +216,10 @@ def test_the_embedded_models_card_replays_from_the_packaged_cache() -> None:
     model loaded (the replay agent plays the agent's side)."""
     lines = (SMOLLM2_CARD / "episodes.jsonl").read_text().splitlines()
     steps = [step for line in lines for step in json.loads(line)["steps"]]
-    calls = [step["info"]["customer_call"] for step in steps if "customer_call" in step["info"]]
+    calls = [
+        step["info"][key] for step in steps for key in ("customer_opening_call", "customer_call") if key in step["info"]
+    ]
+    assert "customer_opening_call" in steps[0]["info"]
     assert len(lines) == 2 and calls and {c["source"] for c in calls} == {"cache"}
     card = json.loads((SMOLLM2_CARD / "card.json").read_text())
     second_party = card["contract"]["envs"][ENV_ID]["second_party"]
