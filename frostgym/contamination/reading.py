@@ -36,6 +36,7 @@ import orjson
 from frostgym.contamination.longline import Value, contents, string_pieces, survey
 from frostgym.contamination.windows import WINDOW, Part, Windower, windows
 from frostgym.core.errors import ContaminationInputError, NotJSON
+from frostgym.core.hashing import sha256_file
 
 FORMATS = ("jsonl", "parquet", "datasets")
 #: Bytes of JSONL (or, roughly, of Parquet text) per chunk: large enough that numpy's
@@ -189,10 +190,10 @@ class TrainingSource:
             if self.path.is_dir():
                 digest = hashlib.sha256()
                 for file in self._files():
-                    digest.update(f"{file.relative_to(self.path).as_posix()}\x00{_file_sha256(file)}\n".encode())
+                    digest.update(f"{file.relative_to(self.path).as_posix()}\x00{sha256_file(file)}\n".encode())
                 self._sha256 = digest.hexdigest()
             else:
-                self._sha256 = _file_sha256(self.path)
+                self._sha256 = sha256_file(self.path)
         return self._sha256
 
     def chunks(self) -> Iterator[Chunk]:
@@ -380,11 +381,3 @@ def _text_pieces(
         for number, content in enumerate(contents(stream, value, size)):
             yield "\n" if number else ""
             yield from string_pieces(strings, content, size)
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as stream:
-        while block := stream.read(1 << 20):
-            digest.update(block)
-    return digest.hexdigest()

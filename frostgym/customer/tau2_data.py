@@ -23,7 +23,6 @@ import warns about a missing ``.env``, and every tool call logs at debug level).
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import pickle
 import threading
@@ -32,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from frostgym.core.hashing import canonical_json
+from frostgym.core.hashing import canonical_json, sha256_file
 
 #: The domains served. telecom is left out: its tasks need the user's own device tools
 #: (dual control), which this family's customer does not have.
@@ -69,10 +68,6 @@ def data_dir() -> Path:
     return Path(tau2.__file__).parent / "data" / "tau2"
 
 
-def _file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 @dataclass(frozen=True)
 class DomainData:
     """One domain's frozen data: its raw task records (``tasks.json``, in file order), its
@@ -102,8 +97,8 @@ def domain_data(name: str) -> DomainData:
         tasks=tuple(tasks),
         splits={key: tuple(value) for key, value in splits.items()},
         policy=policy_path.read_text(encoding="utf-8"),
-        db_sha256=_file_sha256(root / "db.json"),
-        policy_sha256=_file_sha256(policy_path),
+        db_sha256=sha256_file(root / "db.json"),
+        policy_sha256=sha256_file(policy_path),
     )
 
 

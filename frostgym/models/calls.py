@@ -22,7 +22,6 @@ A pin (``pin_model``) names a model by what it is, not by where it runs:
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -32,7 +31,7 @@ from typing import Any
 
 from frostgym.agents.sampling import SamplingParams
 from frostgym.core.errors import ModelSpecError
-from frostgym.core.hashing import canonical_json, sha256_json
+from frostgym.core.hashing import canonical_json, sha256_file, sha256_json
 from frostgym.core.seeding import derive_seed
 
 #: A model's identity as a call names it: plain JSON data (see the module docstring).
@@ -40,8 +39,6 @@ ModelPin = dict[str, Any]
 
 #: Specs that name an agent but no model: frostgym never calls them as a model.
 NOT_MODELS = ("oracle", "random", "replay:DIR")
-
-_CHUNK = 1 << 20
 
 
 def pin_model(spec: str) -> ModelPin:
@@ -82,17 +79,9 @@ def directory_sha256(directory: Path) -> str:
     ``[relative path, SHA-256 of the file's bytes]`` pairs of every file under it (paths
     with ``/``). Independent of where the directory lies and of file times."""
     pairs = sorted(
-        [path.relative_to(directory).as_posix(), _file_sha256(path)] for path in directory.rglob("*") if path.is_file()
+        [path.relative_to(directory).as_posix(), sha256_file(path)] for path in directory.rglob("*") if path.is_file()
     )
     return sha256_json(pairs)
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as file:
-        while chunk := file.read(_CHUNK):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def call_seed(sampling: SamplingParams, seed: int) -> int:

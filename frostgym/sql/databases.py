@@ -28,7 +28,7 @@ from typing import Any
 import sqlite_utils
 
 from frostgym.core.errors import FixtureMismatchError
-from frostgym.core.hashing import canonical_json
+from frostgym.core.hashing import canonical_json, sha256_file
 from frostgym.core.paths import cache_dir, packaged_file
 
 Row = dict[str, Any]
@@ -501,7 +501,8 @@ def content_sha256(path: Path) -> str:
 
 
 def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    """The database file's SHA-256 (``frostgym.core.hashing.sha256_file``)."""
+    return sha256_file(path)
 
 
 def read_db_lock() -> dict[str, Any]:
