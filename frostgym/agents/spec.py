@@ -23,6 +23,15 @@ from frostgym.agents.sampling import SamplingParams
 AGENT_SPECS = ("oracle", "random", "smollm2", "hf:PATH", "openai:BASE_URL#MODEL", "replay:DIR")
 
 
+def openai_parts(spec: str) -> tuple[str, str] | None:
+    """``(base_url, model)`` of an ``openai:BASE_URL#MODEL`` spec, or None when it is not one
+    (another prefix, or a part missing); each caller says what is wrong in its own words."""
+    if not spec.startswith("openai:"):
+        return None
+    base_url, sep, model = spec[len("openai:") :].partition("#")
+    return (base_url, model) if sep and base_url and model else None
+
+
 def make_agent(
     spec: str,
     *,
@@ -65,9 +74,10 @@ def make_agent(
     if spec.startswith("openai:"):
         from frostgym.agents.openai_compat import DEFAULT_TIMEOUT_S, OpenAIAgent
 
-        base_url, sep, model = spec[len("openai:") :].partition("#")
-        if not sep or not base_url or not model:
+        parts = openai_parts(spec)
+        if parts is None:
             raise ValueError(f"openai agent spec must be openai:BASE_URL#MODEL, got {spec!r}")
+        base_url, model = parts
         timeout_s = DEFAULT_TIMEOUT_S if request_timeout_s is None else request_timeout_s
         return OpenAIAgent(
             base_url,
@@ -98,8 +108,8 @@ def agent_summary(spec: str, sampling: SamplingParams) -> str:
         return f"random (seeded junk replies, the floor; seed {sampling.seed})"
     if spec.startswith("replay:"):
         return f"replay (the actions recorded in the card {spec[len('replay:') :]})"
-    if spec.startswith("openai:"):
-        base_url, _, model = spec[len("openai:") :].partition("#")
+    if (parts := openai_parts(spec)) is not None:
+        base_url, model = parts
         return f"{model} (served by the OpenAI-compatible API at {base_url}), {_decoding(sampling)}"
     if spec == "smollm2":
         from frostgym.agents.smollm2 import model_source

@@ -30,15 +30,13 @@ from pathlib import Path
 from typing import Any
 
 from frostgym.agents.sampling import SamplingParams
+from frostgym.agents.spec import openai_parts
 from frostgym.core.errors import ModelSpecError
 from frostgym.core.hashing import canonical_json, sha256_file, sha256_json
 from frostgym.core.seeding import derive_seed
 
 #: A model's identity as a call names it: plain JSON data (see the module docstring).
 ModelPin = dict[str, Any]
-
-#: Specs that name an agent but no model: frostgym never calls them as a model.
-NOT_MODELS = ("oracle", "random", "replay:DIR")
 
 
 def pin_model(spec: str) -> ModelPin:
@@ -67,10 +65,10 @@ def pin_model(spec: str) -> ModelPin:
             raise ModelSpecError(f"model spec {spec!r}: no model directory at {directory}")
         return {"spec": "hf", "sha256": directory_sha256(directory)}
     if spec.startswith("openai:"):
-        base_url, sep, model = spec[len("openai:") :].partition("#")
-        if not sep or not base_url or not model:
+        parts = openai_parts(spec)
+        if parts is None:
             raise ModelSpecError(f"model spec must be openai:BASE_URL#MODEL, got {spec!r}")
-        return {"spec": "openai", "model": model}
+        return {"spec": "openai", "model": parts[1]}
     raise ModelSpecError(f"unknown model spec {spec!r}; expected smollm2, hf:PATH or openai:BASE_URL#MODEL")
 
 
