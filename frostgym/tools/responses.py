@@ -11,6 +11,17 @@ from typing import Any
 ToolResponse = str | Mapping[str, Any]
 
 
+def result_content(text: str) -> Any:
+    """A tool result's text as a block shows it: the JSON it holds when it is a JSON object
+    or array (so the block is one line of JSON, not JSON quoted in a string), else the text."""
+    if text[:1] not in ("{", "["):
+        return text
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
 def tool_response(content: ToolResponse) -> str:
     """One block: a mapping as one line of JSON (non-ASCII kept as it is), text as it is."""
     body = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False)

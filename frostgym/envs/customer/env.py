@@ -57,7 +57,7 @@ from frostgym.envs.customer.users import SCRIPTED, Customer, make_customer
 from frostgym.envs.tools.base import ToolCallingEnv
 from frostgym.graders.customer_service import Ending, ServiceCall, ServiceEvidence, grade_customer_service
 from frostgym.tools.calls import ToolCall, as_json_data, parse_reply, render_calls
-from frostgym.tools.responses import ToolResponse, tool_responses
+from frostgym.tools.responses import ToolResponse, result_content, tool_responses
 
 MAX_CALLS_PER_TURN = 16
 #: Characters of one tool result shown to the agent (tau2's results are JSON records).
@@ -188,16 +188,16 @@ class CustomerServiceEnv(ToolCallingEnv):
             return Reply(grade=self._grade(task, "too_long"), done=True)
         if not parsed.attempted:
             return self._to_customer(task, text, last_turn)
-        outcomes = [self._run(call, i) for i, call in enumerate(parsed.calls)]
+        ran = [(call, *self._run(call, i)) for i, call in enumerate(parsed.calls)]
         calls = tuple(as_json_data(c.to_dict()) for c in parsed.calls)
-        results = tuple(
-            {"name": c.name, "content": o[0], "ok": not o[1]} for c, o in zip(parsed.calls, outcomes, strict=True)
-        )
-        transferred = any(c.name == TRANSFER_TOOL and not o[1] for c, o in zip(parsed.calls, outcomes, strict=True))
+        results = tuple({"name": c.name, "content": content, "ok": not error} for c, content, error in ran)
+        transferred = any(c.name == TRANSFER_TOOL and not error for c, _, error in ran)
         if transferred or last_turn:
             grade = self._grade(task, "transfer" if transferred else "turn_limit")
             return Reply(grade=grade, done=True, tool_calls=calls, tool_results=results)
-        contents: list[ToolResponse] = [_shown(c.name, o[0]) for c, o in zip(parsed.calls, outcomes, strict=True)]
+        contents: list[ToolResponse] = [
+            {"name": c.name, "content": result_content(_cut(content))} for c, content, _ in ran
+        ]
         contents += [f"Error: call {p.position + 1}: {p.message}" for p in parsed.problems]
         left = self.max_turns - turn - 1
         feedback = message("user", tool_responses(contents, f"{left} repl{'y' if left == 1 else 'ies'} left"))
@@ -273,13 +273,11 @@ class CustomerServiceEnv(ToolCallingEnv):
         return info
 
 
-def _shown(name: str, content: str) -> ToolResponse:
-    shown = content if len(content) <= MAX_SHOWN_RESULT_CHARS else content[:MAX_SHOWN_RESULT_CHARS] + " [truncated]"
-    try:
-        parsed: Any = json.loads(shown) if shown[:1] in "{[" else shown
-    except ValueError:
-        parsed = shown
-    return {"name": name, "content": parsed}
+def _cut(content: str) -> str:
+    """A result as shown to the agent: at most ``MAX_SHOWN_RESULT_CHARS`` characters."""
+    if len(content) <= MAX_SHOWN_RESULT_CHARS:
+        return content
+    return content[:MAX_SHOWN_RESULT_CHARS] + " [truncated]"
 
 
 __all__ = ["STOP", "CustomerServiceEnv"]

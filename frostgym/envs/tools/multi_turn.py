@@ -52,7 +52,7 @@ from frostgym.tools.bfcl_multi_turn import (
 )
 from frostgym.tools.calls import MAX_CALLS_PER_REPLY as MAX_CALLS_PER_REPLY  # re-exported
 from frostgym.tools.calls import ParsedReply, as_json_data, parse_reply, render_calls
-from frostgym.tools.responses import ToolResponse, tool_responses
+from frostgym.tools.responses import ToolResponse, result_content, tool_responses
 
 SYSTEM_PROMPT = """You are an assistant that carries out the user's requests by calling functions.
 
@@ -287,11 +287,6 @@ def _responses(outcomes: list[CallOutcome], problems: list[str], left: int) -> s
     """One ``<tool_response>`` block per call, in call order, then unreadable calls."""
     contents: list[ToolResponse] = []
     for outcome in outcomes:
-        shown = outcome.shown(MAX_SHOWN_RESULT_CHARS)
-        try:
-            content: Any = json.loads(shown) if shown[:1] in "{[" else shown
-        except ValueError:
-            content = shown
-        contents.append({"name": outcome.name, "content": content})
+        contents.append({"name": outcome.name, "content": result_content(outcome.shown(MAX_SHOWN_RESULT_CHARS))})
     contents.extend(f"Error: {problem}" for problem in problems)
     return tool_responses(contents, f"{left} repl{'y' if left == 1 else 'ies'} left for this request")
