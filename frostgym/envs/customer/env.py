@@ -142,7 +142,6 @@ class CustomerServiceEnv(ToolCallingEnv):
         self._agent_messages: list[str] = []
         self._customer_messages: list[str] = []
         self._malformed = 0
-        self._oracle_sent = 0
         self._pending_call: Mapping[str, Any] | None = None
         self._opening_call: Mapping[str, Any] | None = None
 
@@ -169,7 +168,6 @@ class CustomerServiceEnv(ToolCallingEnv):
         self._state = DomainState(domain)
         self._calls, self._agent_messages, self._customer_messages = [], [], []
         self._malformed = 0
-        self._oracle_sent = 0
         self.tools = [dict(schema) for schema in tool_schemas(domain)]
         listing = "\n".join(json.dumps(schema, ensure_ascii=False) for schema in self.tools)
         system = SYSTEM_PROMPT.format(turns=self.max_turns, policy=domain_data(domain).policy.strip(), tools=listing)
@@ -206,8 +204,9 @@ class CustomerServiceEnv(ToolCallingEnv):
     def _run(self, call: ToolCall, position: int) -> tuple[str, bool]:
         if position >= MAX_CALLS_PER_TURN:
             return f"Error: not run: at most {MAX_CALLS_PER_TURN} calls per reply", True
-        outcome = self._current_state().call(call.name, as_json_data(dict(call.arguments)))
-        self._calls.append(ServiceCall(call.name, as_json_data(dict(call.arguments)), outcome.error, outcome.writes))
+        arguments = as_json_data(dict(call.arguments))
+        outcome = self._current_state().call(call.name, arguments)
+        self._calls.append(ServiceCall(call.name, arguments, outcome.error, outcome.writes))
         return outcome.content, outcome.error
 
     def _to_customer(self, task: Task, text: str, last_turn: bool) -> Reply:
@@ -243,14 +242,15 @@ class CustomerServiceEnv(ToolCallingEnv):
         return call_grader(grade_customer_service, evidence)
 
     def oracle_action(self) -> str:
-        """The gold actions, ``MAX_CALLS_PER_TURN`` to a reply, then a message that
-        communicates the task's information (or declines, when there is none), which the
-        scripted customer answers by ending the conversation."""
+        """The gold actions not yet run (counted by the calls this episode ran: the oracle
+        plays an episode from its start), ``MAX_CALLS_PER_TURN`` to a reply, then a message
+        that communicates the task's information (or declines, when there is none), which
+        the scripted customer answers by ending the conversation."""
         metadata = self.task.metadata
         actions = list(metadata["actions"])
-        if self._oracle_sent < len(actions):
-            chosen = actions[self._oracle_sent : self._oracle_sent + MAX_CALLS_PER_TURN]
-            self._oracle_sent += len(chosen)
+        sent = len(self._calls)
+        if sent < len(actions):
+            chosen = actions[sent : sent + MAX_CALLS_PER_TURN]
             return render_calls([ToolCall(a["name"], dict(a["arguments"])) for a in chosen])
         info = [str(i) for i in metadata["communicate_info"]]
         if info:
