@@ -63,7 +63,7 @@ from frostgym.customer.tau2_data import STOP
 from frostgym.envs.customer import CustomerServiceEnv
 from frostgym.envs.customer.users import GREETING
 from tests.chat_server import Answer, ChatServer
-from tests.envs.customer.tau2_reference import tau2_messages, tau2_reward
+from tests.envs.customer.tau2_reference import play, tau2_messages, tau2_reward
 
 ENV_ID = "frostgym/CustomerService-v0"
 MODEL = "bench-customer"
@@ -100,10 +100,7 @@ class GraderRow:
 
 
 def loadavg() -> str:
-    try:
-        return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-    except OSError:
-        return "?"
+    return " ".join(f"{load:.2f}" for load in os.getloadavg())
 
 
 # -- the customers ---------------------------------------------------------------------------
@@ -214,28 +211,12 @@ class Conversation:
 
 
 def conversations(env: CustomerServiceEnv) -> list[Conversation]:
-    """The oracle's conversation of every dev task, played once (``test_tau2_differential.play``)."""
+    """The oracle's conversation of every dev task, played once (``tau2_reference.play``)."""
     out: list[Conversation] = []
     for task in env.source.tasks("dev"):
-        observation, _ = env.reset(seed=0, options={"task_id": task.task_id})
-        opening = observation[-1]["content"]
-        steps: list[dict[str, Any]] = []
-        done, info = False, dict[str, Any]()
-        while not done:
-            reply = env.oracle_action()
-            before = len(observation)
-            observation, _, done, _, info = env.step(reply)
-            step = {
-                "action": reply,
-                "tool_calls": info.get("tool_calls", []),
-                "tool_results": info.get("tool_results", []),
-            }
-            if not step["tool_calls"]:
-                new = observation[before + 1 :]
-                step["customer"] = new[0]["content"] if new else env._customer_messages[-1]
-            steps.append(step)
+        grade, steps, opening = play(env, task)
         end = (env._state, list(env._calls), list(env._agent_messages), env._malformed)
-        out.append(Conversation(task, end, tau2_messages(opening, steps), info["grade"]))
+        out.append(Conversation(task, end, tau2_messages(opening, steps), grade))
     return out
 
 

@@ -5,7 +5,8 @@ conversations with both, so the conversion of one frostgym episode into tau2's m
 list, and tau2's default reward over it, are written once. tau2 is the reference (like
 scipy for intervals), never a runtime need.
 
-``tau2_messages`` rebuilds the conversation tau2's evaluators read: the customer's messages
+``play`` plays one episode through the env and keeps its steps as ``tau2_messages`` reads
+them. ``tau2_messages`` rebuilds the conversation tau2's evaluators read: the customer's messages
 as ``UserMessage``, the agent's texts as ``AssistantMessage``, each reply's calls as one
 ``AssistantMessage`` with ``tool_calls`` followed by a ``ToolMessage`` per call holding what
 the env showed (tau2's environment evaluator replays the calls on a fresh database and
@@ -22,6 +23,7 @@ from typing import Any
 
 from frostgym.core.tasks import Task
 from frostgym.customer.tau2_data import domain_data
+from frostgym.envs.customer import CustomerServiceEnv
 
 
 @dataclass(frozen=True)
@@ -30,6 +32,29 @@ class Tau2Verdict:
     db: float
     communicate: float
     actions: float
+
+
+def play(
+    env: CustomerServiceEnv, task: Task, replies: Sequence[str] | None = None
+) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    """Play ``task`` with ``replies`` (None: the oracle's, to the end): the final grade, the
+    steps as ``tau2_messages`` reads them (each reply's ``action``, ``tool_calls`` and
+    ``tool_results``, and for a message the ``customer``'s answer), and the opening."""
+    observation, _ = env.reset(seed=0, options={"task_id": task.task_id})
+    opening = observation[-1]["content"]
+    steps: list[dict[str, Any]] = []
+    info: dict[str, Any] = {}
+    for reply in replies if replies is not None else iter(env.oracle_action, None):
+        before = len(observation)
+        observation, _, done, _, info = env.step(reply)
+        step = {"action": reply, "tool_calls": info.get("tool_calls", []), "tool_results": info.get("tool_results", [])}
+        if not step["tool_calls"]:
+            new = observation[before + 1 :]
+            step["customer"] = new[0]["content"] if new else env._customer_messages[-1]
+        steps.append(step)
+        if done:
+            break
+    return info["grade"], steps, opening
 
 
 def tau2_messages(opening: str, steps: Sequence[Mapping[str, Any]]) -> list[Any]:

@@ -24,31 +24,12 @@ from frostgym.envs.customer import CustomerServiceEnv
 from frostgym.envs.customer.env import MAX_CALLS_PER_TURN
 from frostgym.tools.calls import ToolCall, render_calls
 from tests.conftest import make_env
-from tests.envs.customer.tau2_reference import tau2_messages, tau2_reward
+from tests.envs.customer.tau2_reference import play, tau2_messages, tau2_reward
 
 pytestmark = pytest.mark.slow
 #: Every dev task, and every this-many-th test task (tau2's evaluator copies the database per
 #: conversation: the whole test split would take minutes).
 TEST_EVERY = 6
-
-
-def play(env: CustomerServiceEnv, task: Task, replies: list[str]) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
-    """The grade, the steps as ``tau2_messages`` reads them, and the customer's opening."""
-    observation, _ = env.reset(seed=0, options={"task_id": task.task_id})
-    opening = observation[-1]["content"]
-    steps: list[dict[str, Any]] = []
-    info: dict[str, Any] = {}
-    for reply in replies:
-        before = len(observation)
-        observation, _, done, _, info = env.step(reply)
-        step = {"action": reply, "tool_calls": info.get("tool_calls", []), "tool_results": info.get("tool_results", [])}
-        if not step["tool_calls"]:
-            new = observation[before + 1 :]
-            step["customer"] = new[0]["content"] if new else env._customer_messages[-1]
-        steps.append(step)
-        if done:
-            break
-    return info["grade"], steps, opening
 
 
 def _calls(actions: list[dict[str, Any]]) -> list[str]:
