@@ -11,10 +11,10 @@ exception into the text the agent sees exactly as tau2 does.
 Databases are copied on the first write: an episode's read-only calls run on the domain's
 pristine database (shared per process and never written), and the first call of a writing
 tool (tau2's ``ToolType.WRITE``) moves the episode onto its own copy, unpickled from the
-pristine one's pickle (made once per process; two to four times faster than pydantic's deep
-copy of the same model, and equal to it). A database's hash
-is tau2's (``Environment.get_db_hash``); the pristine one and the one the gold actions
-leave (``gold_db_hash``) are computed once per process.
+pristine one's pickle (made once per process: the cheapest whole copy of the model, equal to
+pydantic's deep copy; benchmarks/README.md has the figures). A database's hash is tau2's
+(``Environment.get_db_hash``); the pristine one and the one the gold actions leave
+(``gold_db_hash``) are computed once per process.
 
 tau2's modules log through loguru; its logger is disabled before they are imported (its
 import warns about a missing ``.env``, and every tool call logs at debug level).
